@@ -1,0 +1,3 @@
+from rtvox.cli import main
+
+main()

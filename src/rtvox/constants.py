@@ -1,0 +1,39 @@
+"""Project-wide constants, each defined once.
+
+Audio is 24 kHz mono everywhere inside rtvox (OpenAI's pcm format is 24 kHz too, so the API needs no resampling).
+The hop of 256 samples gives 93.75 mel frames per second; HiFi-GAN upsamples by exactly HOP_LENGTH.
+"""
+
+from __future__ import annotations
+
+SAMPLE_RATE = 24_000
+N_FFT = 1024
+WIN_LENGTH = 1024
+HOP_LENGTH = 256
+N_MELS = 80
+MEL_FMIN = 0.0
+MEL_FMAX = 12_000.0
+FRAMES_PER_SECOND = SAMPLE_RATE / HOP_LENGTH
+
+# Speaker conditioning: GE2E (resemblyzer-compatible) works on 16 kHz audio and gives 256-d unit vectors.
+SPEAKER_SAMPLE_RATE = 16_000
+SPEAKER_EMBED_DIM = 256
+
+# Emotion label table; index order is part of every model's format, append only.
+EMOTIONS: tuple[str, ...] = ("neutral", "happy", "sad", "angry", "surprised", "fearful", "disgusted")
+
+# Request limits.
+MAX_INPUT_CHARS = 4096  # as OpenAI's speech API
+REF_MIN_SECONDS = 3.0
+REF_MAX_SECONDS = 30.0
+SPEED_MIN = 0.5
+SPEED_MAX = 2.0
+EMOTION_ALPHA_MAX = 2.0
+MIN_TARGET_SECONDS = 0.2
+MAX_TARGET_SECONDS = 120.0
+
+# Chunking for streaming: a short first chunk so audio starts early, then longer ones.
+FIRST_CHUNK_PHONEMES = 48
+MAX_CHUNK_PHONEMES = 200
+
+AUDIO_FORMATS: tuple[str, ...] = ("wav", "flac", "mp3", "opus", "aac", "pcm")

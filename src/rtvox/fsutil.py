@@ -1,0 +1,29 @@
+"""Atomic file writes: a temp file in the target's folder, fsync, then rename — readers never see half a file."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+# Mode of a newly created file (what open() gives under the usual 022 umask). Reading the real umask would
+# mean changing it process-wide, which races with other threads creating files.
+NEW_FILE_MODE = 0o644
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write `data` to `path` atomically; a replaced file keeps its mode, a new one gets NEW_FILE_MODE."""
+    target = Path(path)
+    mode = target.stat().st_mode & 0o777 if target.exists() else NEW_FILE_MODE
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), mode)  # mkstemp makes files private (0600)
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return target
