@@ -1,0 +1,127 @@
+"""Chunking: cut a token sequence into pieces the model synthesizes one at a time, never inside a word.
+
+A chunk's phonemes are each token's phones followed by the boundary after it, so a chunk of tokens costs
+Σ(len(phones) + 1). Every chunk fits `max_phonemes` unless it is a single word that alone is longer. The first
+chunk is held to `first_phonemes` so audio can start early: it ends at the first punctuation (#3/#4) that
+fits, else the last phrase boundary (#2) that fits, else the last word that fits. Later chunks end at the last
+sentence end that fits, else the last pause, phrase, or word boundary. Text that fits the first limit whole
+stays one chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rtvox.text.result import Chunk
+from rtvox.text.vocab import BOUNDARY_LEVEL
+
+
+@dataclass(frozen=True)
+class Spoken:
+    """A token as chunking sees it: phones, the boundary after it, and its span in the normalized text."""
+
+    phonemes: tuple[str, ...]
+    boundary: str  # one of vocab.BOUNDARIES
+    start: int
+    end: int
+
+    @property
+    def cost(self) -> int:
+        return len(self.phonemes) + 1 if self.phonemes else 0
+
+    @property
+    def level(self) -> int:
+        return BOUNDARY_LEVEL[self.boundary]
+
+
+def plan_chunks(tokens: Sequence[Spoken], max_phonemes: int, first_phonemes: int) -> list[tuple[int, int]]:
+    """Token index ranges [start, end) of each chunk."""
+    ranges: list[tuple[int, int]] = []
+    n = len(tokens)
+    start = 0
+    while start < n:
+        limit = first_phonemes if not ranges else max_phonemes
+        total = 0
+        end = start
+        while end < n and total + tokens[end].cost <= limit:
+            total += tokens[end].cost
+            end += 1
+        if end == n:
+            ranges.append((start, n))
+            break
+        if end == start or all(t.cost == 0 for t in tokens[start:end]):
+            end = _through_next_spoken(tokens, start)  # one word longer than the limit is a chunk of its own
+        else:
+            end = _first_cut(tokens, start, end) if not ranges else _best_cut(tokens, start, end)
+        ranges.append((start, end))
+        start = end
+    return ranges
+
+
+def _through_next_spoken(tokens: Sequence[Spoken], start: int) -> int:
+    end = start
+    while end < len(tokens) and tokens[end].cost == 0:
+        end += 1
+    return min(end + 1, len(tokens))
+
+
+def _first_spoken(tokens: Sequence[Spoken], start: int, end: int) -> int:
+    """Index of the first token with phones in tokens[start:end] (a chunk must end at or after it)."""
+    for k in range(start, end):
+        if tokens[k].cost:
+            return k
+    return end
+
+
+def _first_cut(tokens: Sequence[Spoken], start: int, end: int) -> int:
+    """End of the first chunk in tokens[start:end]: first punctuation, else last phrase, else all of it."""
+    first = _first_spoken(tokens, start, end)
+    for k in range(first, end):
+        if tokens[k].level >= 3:
+            return k + 1
+    for k in range(end - 1, first - 1, -1):
+        if tokens[k].level >= 2:
+            return k + 1
+    return end
+
+
+def _best_cut(tokens: Sequence[Spoken], start: int, end: int) -> int:
+    """End of a later chunk within tokens[start:end]: after the last token with the strongest boundary."""
+    first = _first_spoken(tokens, start, end)
+    best_level = 0
+    best = end
+    for k in range(end - 1, first - 1, -1):
+        if tokens[k].level > best_level:
+            best_level = tokens[k].level
+            best = k + 1
+            if best_level == 4:
+                break
+    return best
+
+
+def chunk_phonemes(tokens: Sequence[Spoken]) -> tuple[str, ...]:
+    """Phones of consecutive tokens with their boundaries; a token with no phones lends its boundary to the
+    last."""
+    out: list[str] = []
+    for token in tokens:
+        if token.phonemes:
+            out.extend(token.phonemes)
+            out.append(token.boundary)
+        elif out and token.level > BOUNDARY_LEVEL[out[-1]]:
+            out[-1] = token.boundary
+    return tuple(out)
+
+
+def build_chunks(text: str, tokens: Sequence[Spoken], max_phonemes: int, first_phonemes: int) -> tuple[Chunk, ...]:
+    """Chunks of `tokens`; their texts tile `text` (each runs up to the next chunk's first token)."""
+    ranges = plan_chunks(tokens, max_phonemes, first_phonemes)
+    chunks = []
+    for i, (start, end) in enumerate(ranges):
+        phonemes = chunk_phonemes(tokens[start:end])
+        if not phonemes:
+            continue
+        text_start = 0 if i == 0 else tokens[start].start
+        text_end = tokens[ranges[i + 1][0]].start if i + 1 < len(ranges) else len(text)
+        chunks.append(Chunk(text[text_start:text_end].strip(), phonemes, start, end))
+    return tuple(chunks)

@@ -1,0 +1,200 @@
+"""Context rules on Chinese pinyin: polyphones decided by neighbouring words, 一/不 tone sandhi, erhua.
+
+All rules work on one run of Chinese characters already split into jieba words, with a syllable per character
+and a `locked` flag for characters whose reading came from an override table, the user's lexicon or inline
+markup (rules never touch those). Sandhi changes only 一 and 不 — the JSON `pinyin` field gives lexical tones
+otherwise; third-tone sandhi is left to the acoustic model, which sees the tones of whole phrases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pypinyin.constants import PHRASES_DICT
+
+from rtvox.text.pinyin import syllable_tone
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+NUMERALS = frozenset("零〇一二三四五六七八九十两百千万亿")
+BIG_UNITS = frozenset("百千万亿")
+# 得 read děi ("must") after these words when a verb follows: 我得去, 你得先走, 我们得赶快.
+DEI_SUBJECTS = _words("我 你 您 他 她 它 我们 你们 他们 她们 咱 咱们 大家 谁 人 还 就 也 都 总 又 可 真 这 那")
+DEI_NOT_BEFORE = _words("很 太 非常 特别 真 更 最 好 不 多 了 住 起 着 到 出 过 的 是 这么 那么")
+DE_OBTAIN_BEFORE = frozenset("了到过奖分病出")  # 得了, 得到: dé "obtain"
+# After these characters 地 is the noun dì, not the adverbial particle: 这块地, 一片地.
+DI_NOUN_AFTER = frozenset("片块个的这那此该本各外当土草田耕扫在满遍落倒着上下种")
+HUAN_OBJECTS = _words("钱 书 债 款 账 给 回 清 贷款 欠款 房贷 车贷 借款 东西 信用卡 人情")
+TIAO_BEFORE = frozenset("高低大小好亮暗快慢匀")  # 调 tiáo "adjust" before a result: 调高, 调好
+MEASURE_ZHI_AFTER = NUMERALS | frozenset("几半每这那哪某")
+# One-syllable verbs whose reduplication (看看, 说说) has a neutral second syllable.
+REDUPLICATED_VERBS = frozenset("看想试说走听聊问尝读写玩找摸坐动转逛洗擦算学练跑跳笑谈讲查改猜闻敲拍揉捏抱亲劝帮瞧歇")
+# Words ending in 儿 where 儿 is a full syllable (ér), not erhua.
+NON_ERHUA = _words(
+    "女儿 婴儿 孤儿 幼儿 胎儿 健儿 宠儿 男儿 少儿 孙儿 侄儿 患儿 弃儿 乳儿 育儿 托儿 混血儿 新生儿 病儿 产儿 妻儿"
+)
+DAY_OR_ORDINAL = frozenset("第周")
+YI_LOCKED_BEFORE = frozenset("月号楼")  # 一月, 一号, 一楼 read yī
+BU_NOT_NEUTRAL = _words("要不然 要不是 并不是 可不是 也不是")  # 3-character words whose 不 keeps its tone
+
+
+@dataclass
+class ZhRun:
+    """One run of Chinese characters being read: words, a syllable per character, and per-character flags."""
+
+    words: list[str]
+    syllables: list[str | None]  # TONE3, None where no reading is known
+    locked: list[bool] = field(default_factory=list)
+    erhua: list[bool] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        n = len(self.syllables)
+        self.locked = self.locked or [False] * n
+        self.erhua = self.erhua or [False] * n
+        self.chars = "".join(self.words)
+        self.word_of: list[int] = [w for w, word in enumerate(self.words) for _ in word]
+        self.word_start: list[int] = []
+        pos = 0
+        for word in self.words:
+            self.word_start.append(pos)
+            pos += len(word)
+
+    def set(self, index: int, syllable: str) -> None:
+        if not self.locked[index] and self.syllables[index] is not None:
+            self.syllables[index] = syllable
+
+    def tone(self, index: int) -> int | None:
+        if 0 <= index < len(self.syllables):
+            s = self.syllables[index]
+            return syllable_tone(s) if s else None
+        return None
+
+
+def apply_context_rules(run: ZhRun) -> None:
+    """Polyphones that jieba + pypinyin leave to context: 得 děi/de, 地 de/dì, 还 huán, 只 zhī, AA verbs."""
+    words = run.words
+    for w, word in enumerate(words):
+        start = run.word_start[w]
+        prev = words[w - 1] if w > 0 else ""
+        nxt = words[w + 1] if w + 1 < len(words) else ""
+        if word == "得":
+            if prev in DEI_SUBJECTS and nxt and nxt not in DEI_NOT_BEFORE and nxt[0] not in "很太":
+                run.set(start, "dei3")
+            elif prev and nxt[:1] not in DE_OBTAIN_BEFORE:
+                run.set(start, "de5")  # complement marker after a verb: 跑得很快
+        elif len(word) == 3 and word[1] == "得" and word[0] != "不":
+            run.set(start + 1, "de5")  # verb-得-complement: 跑得快, 看得见
+        if word.startswith("地") and _adverbial_di(word, prev, nxt):
+            run.set(start, "de5")
+        if word == "还" and nxt in HUAN_OBJECTS:
+            run.set(start, "huan2")
+        if word == "调" and nxt[:1] in TIAO_BEFORE:
+            run.set(start, "tiao2")  # adjust: 调高, 调好
+        last = start + len(word) - 1
+        if word.endswith("只") and last > 0 and run.chars[last - 1] in MEASURE_ZHI_AFTER:
+            run.set(last, "zhi1")  # the measure word: 两只, 这只猫
+    _reduplicated_verbs(run)
+
+
+def _adverbial_di(word: str, prev: str, nxt: str) -> bool:
+    """地 as the adverbial particle: after a word of two or more characters, before a verb (高兴地说,
+    慢慢地走)."""
+    if len(prev) < 2 or prev[-1] in DI_NOUN_AFTER:
+        return False
+    if word == "地":
+        return bool(nxt)
+    return len(word) == 2 and word not in PHRASES_DICT
+
+
+def _reduplicated_verbs(run: ZhRun) -> None:
+    chars = run.chars
+    for i in range(1, len(chars)):
+        if chars[i] == chars[i - 1] and chars[i] in REDUPLICATED_VERBS:
+            same_word = run.word_of[i] == run.word_of[i - 1]
+            both_single = len(run.words[run.word_of[i]]) == 1 and len(run.words[run.word_of[i - 1]]) == 1
+            if same_word or both_single:
+                s = run.syllables[i]
+                if s:
+                    run.set(i, s[:-1] + "5")
+
+
+def apply_yi_bu_sandhi(run: ZhRun) -> None:
+    """Tone sandhi of 一 and 不 from their lexical yi1/bu4 (see yi_tone and bu_tone)."""
+    chars = run.chars
+    for i, ch in enumerate(chars):
+        if run.locked[i] or ch not in "一不":
+            continue
+        run.syllables[i] = "yi1" if ch == "一" else "bu4"
+    for i, ch in enumerate(chars):
+        if run.locked[i]:
+            continue
+        if ch == "一":
+            run.syllables[i] = f"yi{_yi_tone(run, i)}"
+        elif ch == "不":
+            run.syllables[i] = f"bu{_bu_tone(run, i)}"
+
+
+def _yi_tone(run: ZhRun, i: int) -> int:
+    """一: yi5 between a reduplicated verb (看一看); yi1 as a numeral (十一, 第一, 一二三, 一九九九), at the
+    end of a phrase (统一) and in 一月/一号; otherwise yi2 before a fourth tone (一个, 一样) and yi4 before
+    others (一天).
+    """
+    chars = run.chars
+    prev = chars[i - 1] if i > 0 else ""
+    nxt = chars[i + 1] if i + 1 < len(chars) else ""
+    if prev and prev == nxt:
+        return 5
+    word = run.words[run.word_of[i]]
+    if not nxt or (len(word) > 1 and i == run.word_start[run.word_of[i]] + len(word) - 1):
+        return 1  # 统一, 唯一的
+    if nxt in BIG_UNITS and prev not in NUMERALS:
+        return _before(run.tone(i + 1))
+    if prev in NUMERALS or prev in DAY_OR_ORDINAL or nxt in NUMERALS or nxt in YI_LOCKED_BEFORE:
+        return 1
+    if nxt == "点" and i + 2 < len(chars) and chars[i + 2] in NUMERALS:
+        return 1  # 一点五
+    return _before(run.tone(i + 1))
+
+
+def _before(next_tone: int | None) -> int:
+    if next_tone is None:
+        return 1
+    return 2 if next_tone in (4, 5) else 4
+
+
+def _bu_tone(run: ZhRun, i: int) -> int:
+    """不: bu5 in A不A (好不好) and in the middle of verb-不-complement words (对不起); bu2 before a fourth
+    tone (不对); otherwise bu4 (不好).
+    """
+    chars = run.chars
+    prev = chars[i - 1] if i > 0 else ""
+    nxt = chars[i + 1] if i + 1 < len(chars) else ""
+    if prev and prev == nxt:
+        return 5
+    word = run.words[run.word_of[i]]
+    start = run.word_start[run.word_of[i]]
+    if len(word) == 3 and i == start + 1 and word not in BU_NOT_NEUTRAL:
+        return 5
+    tone = run.tone(i + 1)
+    return 2 if tone == 4 else 4
+
+
+def mark_erhua(run: ZhRun) -> None:
+    """儿 closing a word (一点儿, 这儿, 玩儿) rhotacizes the syllable before it: reading er5, flagged as
+    erhua."""
+    chars = run.chars
+    for i, ch in enumerate(chars):
+        if ch != "儿" or i == 0 or run.locked[i] or run.syllables[i - 1] is None:
+            continue
+        w = run.word_of[i]
+        word = run.words[w]
+        if i != run.word_start[w] + len(word) - 1:
+            continue  # 儿子, 儿童: 儿 opens a word
+        context = word if len(word) > 1 else chars[i - 1] + ch
+        if context in NON_ERHUA or context[-2:] in NON_ERHUA or context[-3:] in NON_ERHUA:
+            continue
+        run.syllables[i] = "er5"
+        run.erhua[i] = True
