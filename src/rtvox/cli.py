@@ -1,0 +1,221 @@
+"""Command line: parses arguments and calls the library. Errors print one clear line and exit non-zero."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from rtvox.constants import AUDIO_FORMATS, SAMPLE_RATE
+from rtvox.errors import InputError, RtvoxError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="rtvox: fast expressive zh/en text-to-speech")
+voices_app = typer.Typer(no_args_is_help=True, help="List, clone and remove voices.")
+app.add_typer(voices_app, name="voices")
+
+T = TypeVar("T")
+
+# Inputs with at least this many characters get a progress bar on stderr.
+PROGRESS_MIN_CHARS = 400
+# The CLI speaks whole books through `@file`; the HTTP API keeps OpenAI's 4096.
+CLI_MAX_CHARS = 1_000_000
+
+TextArg = Annotated[str, typer.Argument(help="Text; '-' reads stdin, '@file' reads a UTF-8 file")]
+ModelOpt = Annotated[str | None, typer.Option(help="Model directory or shipped model name")]
+DeviceOpt = Annotated[str, typer.Option(help="auto, cpu or cuda")]
+
+
+def read_text(text: str) -> str:
+    """TEXT as given; '-' reads stdin; '@path' reads a UTF-8 file."""
+    if text == "-":
+        return sys.stdin.read()
+    if text.startswith("@") and len(text) > 1:
+        path = Path(text[1:])
+        try:
+            return path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(f"text file {path} does not exist") from None
+        except UnicodeDecodeError:
+            raise InputError(f"text file {path} is not UTF-8 text") from None
+        except OSError as exc:
+            raise InputError(f"cannot read text file {path}: {exc.strerror}") from None
+    return text
+
+
+def output_format(output: Path, fmt: str | None) -> str:
+    name = (fmt or output.suffix.lstrip(".") or "wav").lower()
+    if name not in AUDIO_FORMATS:
+        raise InputError(f"unsupported audio format {name!r}; use --format {'|'.join(AUDIO_FORMATS)}")
+    return name
+
+
+def _run(fn: Callable[[], T]) -> T:
+    """Run a command body, turning rtvox errors into one message and an exit code (2: bad input, 1: other)."""
+    try:
+        return fn()
+    except InputError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except RtvoxError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def phonemize(
+    text: TextArg,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+    lexicon: Annotated[Path | None, typer.Option(help="User lexicon file (see README)")] = None,
+) -> None:
+    """Normalize text and print its tokens, pinyin, phonemes and chunks."""
+
+    def body() -> None:
+        from rtvox.text import Frontend, Lexicon
+
+        frontend = Frontend(lexicon=Lexicon.load(lexicon) if lexicon else None)
+        result = frontend.process(read_text(text))
+        if as_json:
+            typer.echo(json.dumps(result.to_dict(), ensure_ascii=False))
+            return
+        typer.echo(result.normalized)
+        for chunk in result.chunks:
+            typer.echo(" ".join(chunk.phonemes))
+
+    _run(body)
+
+
+@app.command()
+def speak(
+    text: TextArg,
+    output: Annotated[Path, typer.Option("-o", "--output", help="Output audio file")],
+    voice: Annotated[str | None, typer.Option(help="Built-in or cloned voice name")] = None,
+    ref: Annotated[Path | None, typer.Option(help="Reference clip (3–30 s) to clone the voice from")] = None,
+    emotion: Annotated[str | None, typer.Option(help="neutral, happy, sad, angry, surprised, ...")] = None,
+    emotion_ref: Annotated[Path | None, typer.Option(help="Clip whose emotion to imitate")] = None,
+    emotion_alpha: Annotated[float, typer.Option(help="Emotion strength, 0–2")] = 1.0,
+    speed: Annotated[float, typer.Option(help="Speaking rate, 0.5–2.0")] = 1.0,
+    duration: Annotated[float | None, typer.Option(help="Exact length of the audio in seconds")] = None,
+    pitch_scale: Annotated[float, typer.Option(help="Pitch variation multiplier")] = 1.0,
+    energy_scale: Annotated[float, typer.Option(help="Energy multiplier")] = 1.0,
+    fmt: Annotated[str | None, typer.Option("--format", help="wav|mp3|flac|opus|aac|pcm (default: suffix)")] = None,
+    backend: Annotated[str, typer.Option(help="Engine backend")] = "eager",
+    device: DeviceOpt = "auto",
+    model: ModelOpt = None,
+) -> None:
+    """Synthesize TEXT into an audio file (written atomically: nothing half-written on failure)."""
+
+    def body() -> None:
+        import numpy as np
+        from tqdm import tqdm
+
+        from rtvox.audio import write_audio
+        from rtvox.runtime import Synthesizer
+
+        if voice and ref:
+            raise InputError("give either --voice or --ref, not both")
+        fmt_name = output_format(output, fmt)
+        content = read_text(text)
+        synth = Synthesizer(model, device=device, backend=backend)
+        settings: dict[str, Any] = {
+            "voice": voice,
+            "speaker_embedding": None if ref is None else synth.embed_speaker(ref),
+            "emotion": emotion,
+            "emotion_alpha": emotion_alpha,
+            "speed": speed,
+            "duration": duration,
+            "pitch_scale": pitch_scale,
+            "energy_scale": energy_scale,
+            "max_chars": CLI_MAX_CHARS,
+        }
+        pieces = []
+        quiet = len(content) < PROGRESS_MIN_CHARS
+        with tqdm(desc="synthesizing", unit="chunk", disable=quiet, file=sys.stderr) as bar:
+            for chunk in synth.stream(content, emotion_ref=emotion_ref, **settings):
+                pieces.append(chunk.audio)
+                bar.update(1)
+        audio = np.concatenate(pieces)
+        write_audio(output, audio, SAMPLE_RATE, fmt=fmt_name)
+        typer.echo(f"wrote {output} ({len(audio) / SAMPLE_RATE:.2f} s)", err=True)
+
+    _run(body)
+
+
+@voices_app.command("list")
+def voices_list(model: ModelOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """List built-in and cloned voices."""
+
+    def body() -> None:
+        from rtvox.runtime import Synthesizer
+
+        synth = Synthesizer(model, device="cpu")
+        rows = [
+            {"name": v.name, "builtin": v.builtin, "gender": v.gender, "language": v.language}
+            for v in synth.voices.list()
+        ]
+        if as_json:
+            typer.echo(json.dumps(rows, ensure_ascii=False))
+            return
+        for row in rows:
+            kind = "built-in" if row["builtin"] else "clone"
+            typer.echo(f"{row['name']:<24} {kind:<9} {row['gender']:<8} {row['language']}")
+
+    _run(body)
+
+
+@voices_app.command("add")
+def voices_add(
+    name: Annotated[str, typer.Argument(help="Name of the new voice")],
+    reference: Annotated[Path, typer.Argument(help="Reference clip, 3–30 s of one speaker")],
+    model: ModelOpt = None,
+) -> None:
+    """Clone a voice from a reference clip and keep it for later use."""
+
+    def body() -> None:
+        from rtvox.runtime import Synthesizer
+
+        synth = Synthesizer(model, device="cpu")
+        voice = synth.clone_voice(name, reference)
+        typer.echo(f"added voice {voice.name} ({synth.voices.clones_dir})")
+
+    _run(body)
+
+
+@voices_app.command("rm")
+def voices_rm(name: Annotated[str, typer.Argument(help="Cloned voice to remove")], model: ModelOpt = None) -> None:
+    """Remove a cloned voice."""
+
+    def body() -> None:
+        from rtvox.runtime import Synthesizer
+
+        Synthesizer(model, device="cpu").voices.remove(name)
+        typer.echo(f"removed voice {name}")
+
+    _run(body)
+
+
+@app.command()
+def demo(
+    output: Annotated[Path, typer.Option("-o", "--output")] = Path("demo.wav"),
+    device: DeviceOpt = "auto",
+    model: ModelOpt = None,
+) -> None:
+    """Synthesize a short zh/en demo with every built-in voice's first one (the main job until the API lands)."""
+
+    def body() -> None:
+        from rtvox.audio import write_audio
+        from rtvox.runtime import Synthesizer
+
+        synth = Synthesizer(model, device=device)
+        result = synth.synthesize("你好，欢迎使用 rtvox。This is a quick demo of mixed Chinese and English speech.")
+        write_audio(output, result.audio, SAMPLE_RATE)
+        typer.echo(f"wrote {output} ({result.seconds:.2f} s) with model {synth.model_dir}")
+
+    _run(body)
+
+
+def main() -> None:
+    app()

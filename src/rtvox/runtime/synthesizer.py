@@ -1,0 +1,226 @@
+"""The Synthesizer: text in, audio chunks out, through frontend → conditioning → acoustic model → vocoder."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rtvox.audio.mel import MelSpectrogram
+from rtvox.audio.reference import prepare_reference
+from rtvox.constants import EMOTIONS, FRAMES_PER_SECOND, HOP_LENGTH, SAMPLE_RATE, SPEAKER_SAMPLE_RATE
+from rtvox.engines import Engine, build_engine
+from rtvox.errors import InputError, ModelError
+from rtvox.models.bundle import ModelBundle
+from rtvox.models.emotion import fuse_condition
+from rtvox.models.speaker import SpeakerEncoder, default_speaker_encoder_dir
+from rtvox.runtime.types import AudioChunk, SynthesisRequest, SynthesisResult, Voice
+from rtvox.runtime.voices import VoiceStore, validate_voice_name
+from rtvox.text import Frontend, FrontendResult, Lexicon, Vocabulary
+
+AudioSource = str | os.PathLike[str] | bytes | np.ndarray
+
+
+def project_models_dir() -> Path:
+    """The shipped models folder: $RTVOX_MODELS_DIR, else <repo>/models next to src/."""
+    if env := os.environ.get("RTVOX_MODELS_DIR"):
+        return Path(env)
+    return Path(__file__).resolve().parents[3] / "models"
+
+
+DEFAULT_MODEL = "rtvox-base"
+
+
+def resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise InputError(f"unknown device {device!r}; use auto, cpu or cuda", param="device")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError("device cuda was asked for but no CUDA GPU is visible; use --device cpu", param="device")
+    return torch.device(device)
+
+
+def allocate_frames(natural: list[int], total: int) -> list[int]:
+    """Split `total` frames over chunks in proportion to their natural lengths (largest remainder, exact sum)."""
+    weights = np.asarray(natural, dtype=np.float64)
+    if weights.sum() <= 0:
+        weights = np.ones_like(weights)
+    exact = weights / weights.sum() * total
+    frames = np.floor(exact).astype(np.int64)
+    order = np.argsort(-(exact - frames), kind="stable")
+    frames[order[: total - int(frames.sum())]] += 1
+    # Every chunk keeps at least one frame per phoneme-ish unit; the acoustic model enforces its own minimum.
+    return [int(f) for f in frames]
+
+
+class Synthesizer:
+    """Turns requests into audio. Owns the loaded model bundle, the engines built from it, the text frontend,
+    the voice store and the speaker encoder used for cloning. One instance serves many requests; it is not
+    thread-safe (the runtime's executor gives it one thread).
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str] | None = None,
+        *,
+        device: str = "auto",
+        backend: str = "eager",
+        voices_dir: Path | None = None,
+        lexicon: Lexicon | None = None,
+    ) -> None:
+        self.model_dir = self._resolve_model(model)
+        self.device = resolve_device(device)
+        self.backend = backend
+        self.bundle = ModelBundle.load(self.model_dir, device=self.device, dtype=torch.float32)
+        self.vocab = Vocabulary.from_dict(self.bundle.vocab)
+        self.frontend = Frontend(lexicon=lexicon)
+        self.voices = VoiceStore(self._builtin_voices(), clones_dir=voices_dir)
+        self.default_voice = self.bundle.config.default_voice or self.voices.builtin_names[0]
+        self._speaker_encoder: SpeakerEncoder | None = None
+        self._mel = MelSpectrogram().to(self.device)
+        acoustic = self.bundle.acoustic
+        self.engines: dict[str, Engine] = {
+            "acoustic_encode": build_engine(backend, "acoustic_encode", acoustic.encode, self.device, torch.float32),
+            "acoustic_decode": build_engine(backend, "acoustic_decode", acoustic.decode, self.device, torch.float32),
+            "vocoder": build_engine(backend, "vocoder", self.bundle.vocoder, self.device, torch.float32),
+        }
+
+    # ------------------------------------------------------------------ setup helpers
+    @staticmethod
+    def _resolve_model(model: str | os.PathLike[str] | None) -> Path:
+        if model is None:
+            path = project_models_dir() / DEFAULT_MODEL
+        else:
+            path = Path(model)
+            if not path.exists() and (project_models_dir() / str(model)).exists():
+                path = project_models_dir() / str(model)
+        if not (path / "config.json").is_file():
+            raise ModelError(
+                f"no model at {path} (config.json missing); pass --model DIR pointing at a model directory"
+            )
+        return path
+
+    def _builtin_voices(self) -> list[Voice]:
+        meta: dict[str, dict[str, Any]] = {m["name"]: m for m in self.bundle.voices_meta}
+        voices = []
+        for name, emb in self.bundle.voices.items():
+            info = meta.get(name, {})
+            voices.append(
+                Voice(
+                    name=name,
+                    embedding=emb.detach().float().cpu().numpy(),
+                    language=str(info.get("language", "")),
+                    gender=str(info.get("gender", "unknown")),
+                    description=str(info.get("description", "")),
+                    builtin=True,
+                )
+            )
+        if not voices:
+            raise ModelError(f"{self.model_dir} has no built-in voices (voices.safetensors is empty)")
+        return voices
+
+    @property
+    def speaker_encoder(self) -> SpeakerEncoder:
+        if self._speaker_encoder is None:
+            self._speaker_encoder = SpeakerEncoder.load(default_speaker_encoder_dir())
+        return self._speaker_encoder
+
+    # ------------------------------------------------------------------ voices
+    def clone_voice(self, name: str, reference: AudioSource, *, description: str = "") -> Voice:
+        """Make a voice from a 3–30 s reference clip and persist it under `name`."""
+        validate_voice_name(name)
+        embedding = self.embed_speaker(reference)
+        return self.voices.add(Voice(name=name, embedding=embedding, description=description, builtin=False))
+
+    def embed_speaker(self, reference: AudioSource) -> np.ndarray:
+        wav16 = self._reference(reference, SPEAKER_SAMPLE_RATE)
+        return self.speaker_encoder.embed_utterance(wav16)
+
+    @staticmethod
+    def _reference(reference: AudioSource, sr: int) -> np.ndarray:
+        if isinstance(reference, np.ndarray):
+            raise InputError("pass reference audio as a file path or encoded bytes, not a bare array")
+        return prepare_reference(reference, sr=sr)
+
+    # ------------------------------------------------------------------ synthesis
+    def synthesize(self, text: str, **kwargs: Any) -> SynthesisResult:
+        """Synthesize the whole text; keyword arguments are those of SynthesisRequest."""
+        chunks = tuple(self.stream(text, **kwargs))
+        audio = np.concatenate([c.audio for c in chunks]) if chunks else np.zeros(0, np.float32)
+        return SynthesisResult(audio=audio, sample_rate=SAMPLE_RATE, chunks=chunks)
+
+    def stream(self, text: str, *, emotion_ref: AudioSource | None = None, **kwargs: Any) -> Iterator[AudioChunk]:
+        """Yield audio chunk by chunk (the first chunk is short so playback can start early)."""
+        ref = None if emotion_ref is None else self._reference(emotion_ref, SAMPLE_RATE)
+        request = SynthesisRequest(text=text, emotion_ref=ref, **kwargs)
+        return self.stream_request(request)
+
+    def stream_request(self, request: SynthesisRequest) -> Iterator[AudioChunk]:
+        front = self.frontend.process(request.text)
+        cond = self.condition(request)
+        return self._generate(front, cond, request)
+
+    def condition(self, request: SynthesisRequest) -> torch.Tensor:
+        """cond[1, C] = speaker ⊕ α·emotion."""
+        if request.speaker_embedding is not None:
+            embedding = np.asarray(request.speaker_embedding, dtype=np.float32)
+        else:
+            embedding = self.voices.get(request.voice or self.default_voice).embedding
+        speaker = torch.from_numpy(embedding).to(self.device)[None]
+        with torch.inference_mode():
+            if request.emotion_ref is not None:
+                wav = torch.from_numpy(request.emotion_ref).to(self.device)[None]
+                mel = self._mel(wav)
+                emotion, _ = self.bundle.emotion_encoder(mel)
+            else:
+                label = request.emotion or "neutral"
+                emotion = self.bundle.emotion_table(torch.tensor([EMOTIONS.index(label)], device=self.device))
+            alpha = torch.tensor([request.emotion_alpha], device=self.device)
+            return fuse_condition(speaker, emotion, alpha)
+
+    def _encode(self, ids: list[int], cond: torch.Tensor, request: SynthesisRequest, target: int) -> tuple:
+        phonemes = torch.tensor([ids], dtype=torch.long, device=self.device)
+        mask = torch.ones_like(phonemes, dtype=torch.bool)
+        scalar = torch.tensor([1.0], device=self.device)
+        return self.engines["acoustic_encode"](
+            phonemes,
+            mask,
+            cond,
+            scalar * request.speed,
+            torch.tensor([target], dtype=torch.long, device=self.device),
+            scalar * request.pitch_scale,
+            scalar * request.energy_scale,
+        )
+
+    def _generate(self, front: FrontendResult, cond: torch.Tensor, request: SynthesisRequest) -> Iterator[AudioChunk]:
+        ids = [self.vocab.encode(list(chunk.phonemes)) for chunk in front.chunks]
+        targets = [0] * len(ids)
+        if request.duration is not None:
+            # Exact total length: learn each chunk's natural length first, then share the target among them.
+            natural = [int(self._encode(i, cond, request, 0)[1].sum()) for i in ids]
+            targets = allocate_frames(natural, round(request.duration * FRAMES_PER_SECOND))
+        for index, (chunk, chunk_ids, target) in enumerate(zip(front.chunks, ids, targets, strict=True)):
+            encoded = self._encode(chunk_ids, cond, request, target)
+            durations = encoded[1]
+            (mel,) = self.engines["acoustic_decode"](*encoded)
+            (wav,) = self.engines["vocoder"](mel)
+            n = int(durations.sum()) * HOP_LENGTH
+            audio = wav[0, :n].float().cpu().numpy()
+            yield AudioChunk(
+                index=index,
+                audio=np.ascontiguousarray(audio, dtype=np.float32),
+                text=chunk.text,
+                is_last=index == len(ids) - 1,
+                phonemes=chunk.phonemes,
+                durations=tuple(int(d) for d in durations[0].tolist()),
+            )
+
+
+def load_model(model: str | os.PathLike[str] | None = None, **kwargs: Any) -> Synthesizer:
+    """Load a model directory (default: the shipped one) into a ready Synthesizer."""
+    return Synthesizer(model, **kwargs)

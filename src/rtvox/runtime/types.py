@@ -1,0 +1,113 @@
+"""Plain data exchanged between the runtime, the CLI and (later) the server. No torch here."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rtvox.constants import (
+    EMOTION_ALPHA_MAX,
+    EMOTIONS,
+    MAX_INPUT_CHARS,
+    MAX_TARGET_SECONDS,
+    MIN_TARGET_SECONDS,
+    SAMPLE_RATE,
+    SPEAKER_EMBED_DIM,
+    SPEED_MAX,
+    SPEED_MIN,
+)
+from rtvox.errors import InputError, TextError
+
+
+@dataclass(frozen=True)
+class Voice:
+    """A speaker identity: a GE2E embedding plus descriptive metadata.
+
+    Built-in voices come with the model directory; cloned voices are made from a reference clip.
+    """
+
+    name: str  # built-in name or clone id; safe as a file name (validated by VoiceStore)
+    embedding: np.ndarray  # float32 [SPEAKER_EMBED_DIM], unit norm
+    language: str = "zh,en"  # languages the voice was heard speaking, comma separated
+    gender: str = "unknown"  # "female" | "male" | "unknown"
+    description: str = ""
+    builtin: bool = True  # False for clones (they can be deleted)
+
+    def __post_init__(self) -> None:
+        emb = np.asarray(self.embedding, dtype=np.float32).reshape(-1)
+        if emb.shape[0] != SPEAKER_EMBED_DIM or not np.all(np.isfinite(emb)):
+            raise InputError(f"voice {self.name!r} has a bad embedding (need {SPEAKER_EMBED_DIM} finite values)")
+        object.__setattr__(self, "embedding", emb)
+
+
+@dataclass(frozen=True)
+class SynthesisRequest:
+    """One request's settings. Optional fields fall back to the voice's or model's defaults."""
+
+    text: str  # raw user text, normalized by the frontend
+    voice: str | None = None  # voice name or clone id; None → the model's default voice
+    speaker_embedding: np.ndarray | None = None  # a GE2E embedding to use instead of a named voice
+    emotion: str | None = None  # label from EMOTIONS; None → neutral
+    emotion_ref: np.ndarray | None = None  # reference clip (float32 mono at SAMPLE_RATE) for emotion
+    emotion_alpha: float = 1.0  # weight of the emotion part of the condition (0 = voice's neutral style)
+    speed: float = 1.0  # speaking-rate multiplier, SPEED_MIN..SPEED_MAX
+    duration: float | None = None  # exact target length of the whole utterance in seconds
+    pitch_scale: float = 1.0  # multiplies the predicted pitch contour's deviation
+    energy_scale: float = 1.0  # multiplies the predicted energy
+    seed: int | None = None  # reserved for stochastic models; the FastSpeech2 family is deterministic
+    max_chars: int = MAX_INPUT_CHARS  # limit on len(text), the runtime's guard
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise TextError("text must be a string", param="input")
+        if len(self.text) > self.max_chars:
+            raise TextError(
+                f"text is {len(self.text)} characters, over the limit of {self.max_chars}; split it into "
+                "several requests or use offline mode",
+                param="input",
+            )
+        _check_range("speed", self.speed, SPEED_MIN, SPEED_MAX)
+        _check_range("emotion_alpha", self.emotion_alpha, 0.0, EMOTION_ALPHA_MAX)
+        _check_range("pitch_scale", self.pitch_scale, 0.0, 3.0)
+        _check_range("energy_scale", self.energy_scale, 0.0, 3.0)
+        if self.duration is not None:
+            _check_range("duration", self.duration, MIN_TARGET_SECONDS, MAX_TARGET_SECONDS)
+        if self.emotion is not None and self.emotion not in EMOTIONS:
+            raise InputError(f"unknown emotion {self.emotion!r}; use one of: {', '.join(EMOTIONS)}", param="emotion")
+
+
+def _check_range(name: str, value: float, lo: float, hi: float) -> None:
+    if not isinstance(value, int | float) or not math.isfinite(value) or not lo <= value <= hi:
+        raise InputError(f"{name} must be a number from {lo} to {hi}, got {value!r}", param=name)
+
+
+@dataclass(frozen=True)
+class AudioChunk:
+    """One piece of a streamed utterance, yielded as soon as its chunk of text is vocoded."""
+
+    index: int  # 0-based position in the stream
+    audio: np.ndarray  # float32 mono in [-1, 1]
+    text: str  # the normalized text this chunk speaks
+    is_last: bool  # True on the final chunk of the request
+    sample_rate: int = SAMPLE_RATE
+    phonemes: tuple[str, ...] = field(default=())  # the chunk's phoneme sequence, boundary tokens included
+    durations: tuple[int, ...] = field(default=())  # mel frames per phoneme, aligned with `phonemes`
+
+    @property
+    def seconds(self) -> float:
+        return len(self.audio) / self.sample_rate
+
+
+@dataclass(frozen=True)
+class SynthesisResult:
+    """A whole utterance: the concatenated chunks and their timing."""
+
+    audio: np.ndarray  # float32 mono
+    sample_rate: int
+    chunks: tuple[AudioChunk, ...]
+
+    @property
+    def seconds(self) -> float:
+        return len(self.audio) / self.sample_rate

@@ -1,0 +1,119 @@
+"""Voices: the model's built-in speakers plus clones made from reference clips, persisted on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from rtvox.errors import InputError, VoiceNotFoundError
+from rtvox.fsutil import atomic_write_bytes
+from rtvox.runtime.types import Voice
+
+# Names become file names: letters, digits, '-' and '_' only, so no request can reach outside the store.
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+CLONE_SUFFIX = ".voice.json"
+
+
+def default_voices_dir() -> Path:
+    """Where cloned voices live: $RTVOX_VOICES_DIR, else $RTVOX_HOME/voices, else ~/.local/share/rtvox/voices."""
+    if env := os.environ.get("RTVOX_VOICES_DIR"):
+        return Path(env)
+    home = os.environ.get("RTVOX_HOME") or os.path.join(Path.home(), ".local", "share", "rtvox")
+    return Path(home) / "voices"
+
+
+def validate_voice_name(name: str) -> str:
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise InputError(
+            f"invalid voice name {name!r}: use 1-64 letters, digits, '-' or '_', starting with a letter or digit",
+            param="voice",
+        )
+    return name
+
+
+class VoiceStore:
+    """Owns the voice table: read-only built-ins and a directory of clones (one JSON file per clone).
+
+    Clone files are written atomically, so a crash never leaves a half-written voice behind.
+    """
+
+    def __init__(self, builtins: Iterable[Voice], clones_dir: Path | None = None) -> None:
+        self._builtins = {v.name: v for v in builtins}
+        self.clones_dir = clones_dir if clones_dir is not None else default_voices_dir()
+        self._clones: dict[str, Voice] = {}
+        self._load_clones()
+
+    def _load_clones(self) -> None:
+        if not self.clones_dir.is_dir():
+            return
+        for path in sorted(self.clones_dir.glob(f"*{CLONE_SUFFIX}")):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                voice = Voice(
+                    name=validate_voice_name(data["name"]),
+                    embedding=np.asarray(data["embedding"], dtype=np.float32),
+                    language=str(data.get("language", "")),
+                    gender=str(data.get("gender", "unknown")),
+                    description=str(data.get("description", "")),
+                    builtin=False,
+                )
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                # One corrupt file must not take the whole store down; it stays on disk for inspection.
+                warnings.warn(f"skipping unreadable voice file {path}: {exc}", stacklevel=2)
+                continue
+            self._clones[voice.name] = voice
+
+    @property
+    def builtin_names(self) -> tuple[str, ...]:
+        return tuple(self._builtins)
+
+    def list(self) -> list[Voice]:
+        return [*self._builtins.values(), *self._clones.values()]
+
+    def get(self, name: str) -> Voice:
+        if name in self._builtins:
+            return self._builtins[name]
+        if name in self._clones:
+            return self._clones[name]
+        known = ", ".join(sorted([*self._builtins, *self._clones])) or "(none)"
+        raise VoiceNotFoundError(f"unknown voice {name!r}; known voices: {known}", param="voice")
+
+    def add(self, voice: Voice) -> Voice:
+        """Persist a clone. Built-in names cannot be shadowed; an existing clone of that name is replaced."""
+        validate_voice_name(voice.name)
+        if voice.name in self._builtins:
+            raise InputError(f"{voice.name!r} is a built-in voice; choose another name", param="name")
+        clone = Voice(
+            name=voice.name,
+            embedding=voice.embedding,
+            language=voice.language,
+            gender=voice.gender,
+            description=voice.description,
+            builtin=False,
+        )
+        self.clones_dir.mkdir(parents=True, exist_ok=True)
+        payload = {
+            "name": clone.name,
+            "embedding": [float(x) for x in clone.embedding],
+            "language": clone.language,
+            "gender": clone.gender,
+            "description": clone.description,
+        }
+        atomic_write_bytes(self.clones_dir / f"{clone.name}{CLONE_SUFFIX}", json.dumps(payload).encode("utf-8"))
+        self._clones[clone.name] = clone
+        return clone
+
+    def remove(self, name: str) -> None:
+        validate_voice_name(name)
+        if name in self._builtins:
+            raise InputError(f"{name!r} is a built-in voice and cannot be removed", param="voice")
+        if name not in self._clones:
+            raise VoiceNotFoundError(f"no cloned voice named {name!r}", param="voice")
+        (self.clones_dir / f"{name}{CLONE_SUFFIX}").unlink(missing_ok=True)
+        del self._clones[name]

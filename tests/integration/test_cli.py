@@ -1,0 +1,138 @@
+"""The CLI end to end: real commands, exit codes, files that decode, nothing half-written on errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from rtvox.audio import decode_audio
+from rtvox.cli import app
+from rtvox.constants import FRAMES_PER_SECOND, HOP_LENGTH, SAMPLE_RATE
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+runner = CliRunner()
+
+
+def rtvox(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rtvox", *args], input=stdin, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_phonemize_json_through_the_real_entry_point() -> None:
+    proc = rtvox("phonemize", "--json", "一个重庆人去银行。")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert set(data) >= {"normalized", "tokens", "chunks"}
+    pinyin = {t["text"]: t["pinyin"] for t in data["tokens"] if t["lang"] == "zh"}
+    assert pinyin["重庆"] == ["chong2", "qing4"]
+    assert pinyin["银行"] == ["yin2", "hang2"]
+    assert pinyin["一个"] == ["yi2", "ge4"]
+
+
+def test_phonemize_reads_stdin_and_files(tmp_path: Path) -> None:
+    proc = rtvox("phonemize", "--json", "-", stdin="还钱")
+    tokens = json.loads(proc.stdout)["tokens"]
+    assert [p for t in tokens for p in t["pinyin"]] == ["huan2", "qian2"]
+    src = tmp_path / "in.txt"
+    src.write_text("I have 3 apples.", encoding="utf-8")
+    result = runner.invoke(app, ["phonemize", "--json", f"@{src}"])
+    assert result.exit_code == 0
+    assert "three" in json.loads(result.stdout)["normalized"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["phonemize", ""], "nothing to speak"),
+        (["phonemize", "！？"], "nothing to speak"),
+        (["phonemize", "@/no/such/file.txt"], "does not exist"),
+    ],
+)
+def test_phonemize_bad_input_exits_2_with_a_message(args: list[str], needle: str) -> None:
+    proc = rtvox(*args)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error:") and needle in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("fmt", ["wav", "flac", "mp3", "opus", "aac", "pcm"])
+def test_speak_writes_every_format(tiny_model: Path, tmp_path: Path, fmt: str) -> None:
+    out = tmp_path / f"out.{fmt}"
+    result = runner.invoke(app, ["speak", "你好，world。", "-o", str(out), "--model", str(tiny_model)])
+    assert result.exit_code == 0, result.output
+    data = out.read_bytes()
+    if fmt == "pcm":
+        samples = np.frombuffer(data, dtype="<i2")
+        assert samples.size > 0 and samples.size % HOP_LENGTH == 0
+    else:
+        wav, _sr = decode_audio(data)
+        assert wav.size > 0 and np.all(np.isfinite(wav))
+
+
+def test_speak_exact_duration_and_stdin(tiny_model: Path, tmp_path: Path) -> None:
+    out = tmp_path / "d.wav"
+    proc = rtvox("speak", "-", "-o", str(out), "--model", str(tiny_model), "--duration", "1.5", stdin="Hello. 你好。")
+    assert proc.returncode == 0, proc.stderr
+    wav, sr = decode_audio(out)
+    assert sr == SAMPLE_RATE
+    assert wav.size == round(1.5 * FRAMES_PER_SECOND) * HOP_LENGTH
+
+
+def test_speak_with_reference_clip(tiny_model: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ref.wav"
+    args = ["speak", "Hi.", "-o", str(out), "--model", str(tiny_model), "--ref", str(DATA / "speech_en_male_16k.wav")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert out.stat().st_size > 44
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["  "], "nothing to speak"),
+        (["你好", "--voice", "nobody"], "unknown voice 'nobody'"),
+        (["你好", "--emotion", "bored"], "unknown emotion"),
+        (["你好", "--speed", "9"], "speed must be"),
+        (["你好", "--duration", "-1"], "duration must be"),
+        (["你好", "--format", "xyz"], "unsupported audio format"),
+        (["你好", "--ref", "README.md"], "could not decode"),
+        (["你好", "--voice", "anna", "--ref", "README.md"], "either --voice or --ref"),
+        (["你好", "--device", "tpu"], "unknown device"),
+        (["你好", "--backend", "warp"], "unknown backend"),
+    ],
+)
+def test_speak_bad_input_exits_2_and_writes_nothing(
+    tiny_model: Path, tmp_path: Path, extra: list[str], needle: str
+) -> None:
+    out = tmp_path / "never.wav"
+    text, *flags = extra
+    proc = rtvox("speak", text, "-o", str(out), "--model", str(tiny_model), *flags)
+    assert proc.returncode == 2, proc.stderr
+    assert needle in proc.stderr and "Traceback" not in proc.stderr
+    assert list(tmp_path.iterdir()) == []  # no output, no temp file left behind
+
+
+def test_missing_model_is_an_operator_error(tmp_path: Path) -> None:
+    proc = rtvox("speak", "你好", "-o", str(tmp_path / "x.wav"), "--model", str(tmp_path / "nope"))
+    assert proc.returncode == 1
+    assert "config.json missing" in proc.stderr
+
+
+def test_voices_add_list_rm(tiny_model: Path) -> None:
+    model = ["--model", str(tiny_model)]
+    added = runner.invoke(app, ["voices", "add", "alice", str(DATA / "speech_en_female_16k.wav"), *model])
+    assert added.exit_code == 0, added.output
+    listed = runner.invoke(app, ["voices", "list", "--json", *model])
+    rows = json.loads(listed.stdout)
+    assert {"name": "alice", "builtin": False} in [{k: r[k] for k in ("name", "builtin")} for r in rows]
+    assert runner.invoke(app, ["voices", "rm", "alice", *model]).exit_code == 0
+    gone = runner.invoke(app, ["voices", "rm", "alice", *model])
+    assert gone.exit_code == 2 and "no cloned voice" in gone.output
+    assert runner.invoke(app, ["voices", "rm", "anna", *model]).exit_code == 2

@@ -1,0 +1,100 @@
+"""Request validation, voice store persistence and frame allocation — no model needed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rtvox.constants import MAX_INPUT_CHARS, SPEAKER_EMBED_DIM
+from rtvox.errors import InputError, TextError, VoiceNotFoundError
+from rtvox.runtime.synthesizer import allocate_frames
+from rtvox.runtime.types import SynthesisRequest, Voice
+from rtvox.runtime.voices import VoiceStore, validate_voice_name
+
+
+def _unit(seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal(SPEAKER_EMBED_DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "needle"),
+    [
+        ("speed", 0.1, "speed must be a number from 0.5 to 2.0"),
+        ("speed", float("nan"), "speed"),
+        ("emotion_alpha", -1.0, "emotion_alpha"),
+        ("duration", 0.0, "duration"),
+        ("duration", 1e9, "duration"),
+        ("emotion", "bored", "unknown emotion 'bored'; use one of: neutral, happy"),
+        ("pitch_scale", "high", "pitch_scale"),
+    ],
+)
+def test_request_rejects_bad_settings(field: str, value: object, needle: str) -> None:
+    with pytest.raises(InputError, match=needle.replace("(", r"\(").replace(".", r"\.")) as info:
+        SynthesisRequest(text="hi", **{field: value})  # type: ignore[arg-type]
+    assert info.value.param == field
+
+
+def test_request_rejects_text_over_limit_and_names_it() -> None:
+    with pytest.raises(TextError, match=f"over the limit of {MAX_INPUT_CHARS}") as info:
+        SynthesisRequest(text="a" * (MAX_INPUT_CHARS + 1))
+    assert info.value.param == "input"
+    SynthesisRequest(text="a" * MAX_INPUT_CHARS)  # exactly at the limit is fine
+
+
+def test_voice_rejects_wrong_embedding() -> None:
+    with pytest.raises(InputError, match="bad embedding"):
+        Voice(name="x", embedding=np.zeros(3, np.float32))
+    with pytest.raises(InputError, match="bad embedding"):
+        Voice(name="x", embedding=np.full(SPEAKER_EMBED_DIM, np.nan, np.float32))
+
+
+@pytest.mark.parametrize("name", ["../etc/passwd", "a/b", "", ".hidden", "x" * 65, "名字", "a b", "a\x00b"])
+def test_voice_names_cannot_reach_the_filesystem(name: str) -> None:
+    with pytest.raises(InputError, match="invalid voice name"):
+        validate_voice_name(name)
+
+
+def test_voice_store_persists_clones_atomically(tmp_path: Path) -> None:
+    builtin = Voice(name="anna", embedding=_unit(0))
+    store = VoiceStore([builtin], clones_dir=tmp_path)
+    store.add(Voice(name="bob-1", embedding=_unit(1), gender="male", builtin=False))
+    assert [p.name for p in tmp_path.iterdir()] == ["bob-1.voice.json"]
+
+    reopened = VoiceStore([builtin], clones_dir=tmp_path)
+    bob = reopened.get("bob-1")
+    assert not bob.builtin and bob.gender == "male"
+    np.testing.assert_allclose(bob.embedding, _unit(1), rtol=1e-6)
+    assert [v.name for v in reopened.list()] == ["anna", "bob-1"]
+
+    with pytest.raises(InputError, match="built-in"):
+        reopened.add(Voice(name="anna", embedding=_unit(2)))
+    with pytest.raises(InputError, match="cannot be removed"):
+        reopened.remove("anna")
+    reopened.remove("bob-1")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(VoiceNotFoundError, match="known voices: anna"):
+        reopened.get("bob-1")
+
+
+def test_voice_store_skips_corrupt_files_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "bad.voice.json").write_text("{not json")
+    (tmp_path / "short.voice.json").write_text(json.dumps({"name": "short", "embedding": [1.0, 2.0]}))
+    with pytest.warns(UserWarning, match="skipping unreadable voice file"):
+        store = VoiceStore([], clones_dir=tmp_path)
+    assert store.list() == []
+
+
+@pytest.mark.parametrize(
+    ("natural", "total"),
+    [([10, 20, 30], 120), ([10, 20, 30], 31), ([1], 7), ([5, 5, 5], 16), ([0, 0], 9), ([3, 97], 50)],
+)
+def test_allocate_frames_is_exact_and_proportional(natural: list[int], total: int) -> None:
+    frames = allocate_frames(natural, total)
+    assert sum(frames) == total
+    if sum(natural) > 0:
+        expected = np.asarray(natural) / sum(natural) * total
+        assert np.all(np.abs(np.asarray(frames) - expected) < 1.0)
