@@ -1,0 +1,135 @@
+"""Sentence generation for the corpus: hand-written lists (recipes/corpus/data) plus seeded templates for
+compositional everyday sentences, numbers, dates, times, money and long sentences, in zh, en and mixed zh/en.
+
+``SentenceGenerator(seed).sentence(lang, index)`` is a pure function of (seed, lang, index), so a corpus plan
+is reproducible and any utterance can be regenerated alone. Nothing it returns is in the evaluation sets: the
+:class:`EvalGuard` refuses those, and the generator draws again (deterministically) when it does.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from recipes.corpus.templates import HAND_WRITTEN, TEMPLATES, load_list, same
+
+LANGS = ("zh", "en", "mixed")
+_REPO = Path(__file__).resolve().parents[2]
+EVAL_DIR_CANDIDATES = (_REPO / "shared" / "eval", _REPO.parent / "shared" / "eval")
+
+
+@dataclass(frozen=True)
+class Sentence:
+    text: str  # as written (digits, symbols), what a user would type
+    spoken: str  # fully verbalized, what the teacher is given
+    lang: str  # "zh", "en" or "mixed"
+    category: str  # e.g. everyday, polyphone, number, date, time, currency, long, compose
+
+
+# ---------------------------------------------------------------------------------------------- eval guard
+
+
+def _norm(text: str) -> str:
+    return "".join(ch for ch in text.casefold() if ch.isalnum())
+
+
+class EvalGuard:
+    """Refuses sentences of the evaluation sets (exact after dropping case, spaces and punctuation, or one
+    containing the other when both are at least 8 characters long)."""
+
+    MIN_CONTAIN = 8
+
+    def __init__(self, sentences: Iterable[str]) -> None:
+        self._exact = {n for n in (_norm(s) for s in sentences) if n}
+        self._long = [n for n in self._exact if len(n) >= self.MIN_CONTAIN]
+
+    @classmethod
+    def from_dir(cls, eval_dir: Path | None = None) -> EvalGuard:
+        """Load every *.txt of the eval folder: ``eval_dir``, $RTVOX_EVAL_DIR or shared/eval by the repo."""
+        candidates = [eval_dir] if eval_dir else []
+        if os.environ.get("RTVOX_EVAL_DIR"):
+            candidates.append(Path(os.environ["RTVOX_EVAL_DIR"]))
+        candidates += list(EVAL_DIR_CANDIDATES)
+        for folder in candidates:
+            if folder is not None and folder.is_dir() and any(folder.glob("*.txt")):
+                lines = [ln for f in sorted(folder.glob("*.txt")) for ln in f.read_text("utf-8").splitlines()]
+                return cls(ln for ln in lines if ln.strip())
+        if eval_dir is not None:
+            raise FileNotFoundError(f"no *.txt in {eval_dir}: pass the folder holding sentences_*.txt")
+        return cls([])
+
+    @property
+    def size(self) -> int:
+        return len(self._exact)
+
+    def refuses(self, text: str) -> bool:
+        n = _norm(text)
+        if n in self._exact:
+            return True
+        return len(n) >= self.MIN_CONTAIN and any(e in n or n in e for e in self._long)
+
+    def check(self, texts: Iterable[str], where: str) -> None:
+        bad = [t for t in texts if self.refuses(t)]
+        if bad:
+            raise ValueError(f"{where} holds {len(bad)} evaluation sentence(s), remove them: {bad[:3]}")
+
+
+# Category mix per language; "everyday"/"polyphone"/"heteronym" draw from the hand-written lists.
+CATEGORY_WEIGHTS: dict[str, dict[str, float]] = {
+    "zh": {
+        "everyday": 0.26,
+        "polyphone": 0.14,
+        "compose": 0.12,
+        "number": 0.10,
+        "date": 0.07,
+        "time": 0.07,
+        "currency": 0.08,
+        "long": 0.16,
+    },
+    "en": {
+        "everyday": 0.26,
+        "heteronym": 0.08,
+        "compose": 0.12,
+        "number": 0.12,
+        "date": 0.08,
+        "time": 0.08,
+        "currency": 0.10,
+        "long": 0.16,
+    },
+    "mixed": {"everyday": 0.45, "compose": 0.55},
+}
+_LIST_FOR_CATEGORY = {
+    ("zh", "everyday"): "everyday_zh",
+    ("zh", "polyphone"): "polyphone_zh",
+    ("en", "everyday"): "everyday_en",
+    ("en", "heteronym"): "heteronym_en",
+    ("mixed", "everyday"): "mixed",
+}
+_MAX_DRAWS = 50
+
+
+class SentenceGenerator:
+    """Seeded sentence source. Owns the eval guard; holds no other state, so calls may come in any order."""
+
+    def __init__(self, seed: int, guard: EvalGuard | None = None) -> None:
+        self.seed = seed
+        self.guard = guard if guard is not None else EvalGuard.from_dir()
+        for names in HAND_WRITTEN.values():
+            for name in names:
+                self.guard.check(load_list(name), f"recipes/corpus/data/{name}.txt")
+
+    def sentence(self, lang: str, index: int) -> Sentence:
+        if lang not in CATEGORY_WEIGHTS:
+            raise ValueError(f"lang must be one of {LANGS}, not {lang!r}")
+        rng = random.Random(f"{self.seed}:{lang}:{index}")
+        weights = CATEGORY_WEIGHTS[lang]
+        for _ in range(_MAX_DRAWS):
+            category = rng.choices(list(weights), weights=list(weights.values()))[0]
+            listed = _LIST_FOR_CATEGORY.get((lang, category))
+            written, spoken = same(rng.choice(load_list(listed))) if listed else TEMPLATES[lang][category](rng)
+            if not self.guard.refuses(written) and not self.guard.refuses(spoken):
+                return Sentence(written, spoken, lang, category)
+        raise RuntimeError(f"no non-evaluation sentence after {_MAX_DRAWS} draws for {lang} #{index}")
