@@ -27,6 +27,7 @@ CLI_MAX_CHARS = 1_000_000
 TextArg = Annotated[str, typer.Argument(help="Text; '-' reads stdin, '@file' reads a UTF-8 file")]
 ModelOpt = Annotated[str | None, typer.Option(help="Model directory or shipped model name")]
 DeviceOpt = Annotated[str, typer.Option(help="auto, cpu or cuda")]
+LexiconOpt = Annotated[Path | None, typer.Option(help="User lexicon file, TSV or JSON (docs/LEXICON.md)")]
 
 
 def read_text(text: str) -> str:
@@ -69,7 +70,7 @@ def _run(fn: Callable[[], T]) -> T:
 def phonemize(
     text: TextArg,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
-    lexicon: Annotated[Path | None, typer.Option(help="User lexicon file (see README)")] = None,
+    lexicon: LexiconOpt = None,
 ) -> None:
     """Normalize text and print its tokens, pinyin, phonemes and chunks."""
 
@@ -105,6 +106,7 @@ def speak(
     backend: Annotated[str, typer.Option(help="Engine backend")] = "eager",
     device: DeviceOpt = "auto",
     model: ModelOpt = None,
+    lexicon: LexiconOpt = None,
 ) -> None:
     """Synthesize TEXT into an audio file (written atomically: nothing half-written on failure)."""
 
@@ -114,12 +116,13 @@ def speak(
 
         from rtvox.audio import write_audio
         from rtvox.runtime import Synthesizer
+        from rtvox.text import Lexicon
 
         if voice and ref:
             raise InputError("give either --voice or --ref, not both")
         fmt_name = output_format(output, fmt)
         content = read_text(text)
-        synth = Synthesizer(model, device=device, backend=backend)
+        synth = Synthesizer(model, device=device, backend=backend, lexicon=Lexicon.load(lexicon) if lexicon else None)
         settings: dict[str, Any] = {
             "voice": voice,
             "speaker_embedding": None if ref is None else synth.embed_speaker(ref),
