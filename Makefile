@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 serve: $(STAMP)
-	$(BIN)/rtvox serve-demo
+	$(BIN)/rtvox demo -o demo.wav
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests recipes

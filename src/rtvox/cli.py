@@ -206,7 +206,7 @@ def demo(
     device: DeviceOpt = "auto",
     model: ModelOpt = None,
 ) -> None:
-    """Synthesize a short zh/en demo with every built-in voice's first one (the main job until the API lands)."""
+    """Synthesize a short zh/en demo with the default voice (the main job until the HTTP API lands)."""
 
     def body() -> None:
         from rtvox.audio import write_audio
