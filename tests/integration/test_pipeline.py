@@ -76,8 +76,10 @@ def test_clone_voice_persists_and_is_usable(synth: Synthesizer, tiny_model: Path
     assert "narrator" in [v.name for v in again.voices.list()]
     np.testing.assert_allclose(again.voices.get("narrator").embedding, voice.embedding, atol=1e-6)
     assert again.synthesize("Hi there.", voice="narrator").seconds > 0
-    # cloning the same clip twice gives the same embedding; different speakers differ
-    np.testing.assert_allclose(synth.embed_speaker(MALE_CLIP), voice.embedding, atol=1e-5)
+    # the same clip again is a cache hit with the same embedding; different speakers differ
+    hits = synth.embedding_cache.stats()["local"]["hits"]
+    np.testing.assert_allclose(synth.embed_speaker(MALE_CLIP.read_bytes()), voice.embedding, atol=1e-5)
+    assert synth.embedding_cache.stats()["local"]["hits"] == hits + 1
     assert float(np.dot(synth.embed_speaker(FEMALE_CLIP), voice.embedding)) < 0.99
 
 
@@ -119,6 +121,8 @@ def test_bad_references_are_refused(synth: Synthesizer, tmp_path: Path) -> None:
     write_audio(short, (0.3 * np.sin(np.arange(SAMPLE_RATE) / 7)).astype(np.float32), SAMPLE_RATE)
     with pytest.raises(AudioInputError, match="short"):
         synth.clone_voice("z", short)
+    with pytest.raises(AudioInputError, match="does not exist"):
+        synth.clone_voice("w", base / "missing.wav")
     with pytest.raises(InputError, match="invalid voice name"):
         synth.clone_voice("../evil", MALE_CLIP)
     assert [v.name for v in synth.voices.list() if not v.builtin] == []

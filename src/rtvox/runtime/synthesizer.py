@@ -14,10 +14,11 @@ from rtvox.audio.mel import MelSpectrogram
 from rtvox.audio.reference import prepare_reference
 from rtvox.constants import EMOTIONS, FRAMES_PER_SECOND, HOP_LENGTH, SAMPLE_RATE, SPEAKER_SAMPLE_RATE
 from rtvox.engines import Engine, build_engine
-from rtvox.errors import InputError, ModelError
+from rtvox.errors import AudioInputError, InputError, ModelError
 from rtvox.models.bundle import ModelBundle
 from rtvox.models.emotion import fuse_condition
 from rtvox.models.speaker import SpeakerEncoder, default_speaker_encoder_dir
+from rtvox.runtime.cache import EmbeddingCache
 from rtvox.runtime.types import AudioChunk, SynthesisRequest, SynthesisResult, Voice
 from rtvox.runtime.voices import VoiceStore, validate_voice_name
 from rtvox.text import Frontend, FrontendResult, Lexicon, Vocabulary
@@ -33,6 +34,8 @@ def project_models_dir() -> Path:
 
 
 DEFAULT_MODEL = "rtvox-base"
+# Cache namespace of speaker embeddings: bump the version if the encoder or its preprocessing changes.
+SPEAKER_CACHE_NS = "speaker:ge2e-v1"
 
 
 def resolve_device(device: str) -> torch.device:
@@ -72,6 +75,7 @@ class Synthesizer:
         backend: str = "eager",
         voices_dir: Path | None = None,
         lexicon: Lexicon | None = None,
+        embedding_cache: EmbeddingCache | None = None,
     ) -> None:
         self.model_dir = self._resolve_model(model)
         self.device = resolve_device(device)
@@ -82,6 +86,7 @@ class Synthesizer:
         self.voices = VoiceStore(self._builtin_voices(), clones_dir=voices_dir)
         self.default_voice = self.bundle.config.default_voice or self.voices.builtin_names[0]
         self._speaker_encoder: SpeakerEncoder | None = None
+        self.embedding_cache = embedding_cache if embedding_cache is not None else EmbeddingCache()
         self._mel = MelSpectrogram().to(self.device)
         acoustic = self.bundle.acoustic
         self.engines: dict[str, Engine] = {
@@ -138,14 +143,30 @@ class Synthesizer:
         return self.voices.add(Voice(name=name, embedding=embedding, description=description, builtin=False))
 
     def embed_speaker(self, reference: AudioSource) -> np.ndarray:
-        wav16 = self._reference(reference, SPEAKER_SAMPLE_RATE)
-        return self.speaker_encoder.embed_utterance(wav16)
+        """GE2E embedding of a reference clip, cached by a hash of the clip's bytes."""
+        data = self._reference_bytes(reference)
+        return self.embedding_cache.get_or_compute(
+            SPEAKER_CACHE_NS,
+            data,
+            lambda: self.speaker_encoder.embed_utterance(prepare_reference(data, sr=SPEAKER_SAMPLE_RATE)),
+        )
 
     @staticmethod
-    def _reference(reference: AudioSource, sr: int) -> np.ndarray:
+    def _reference_bytes(reference: AudioSource) -> bytes:
+        if isinstance(reference, bytes):
+            return reference
         if isinstance(reference, np.ndarray):
             raise InputError("pass reference audio as a file path or encoded bytes, not a bare array")
-        return prepare_reference(reference, sr=sr)
+        try:
+            return Path(reference).read_bytes()
+        except FileNotFoundError:
+            raise AudioInputError(f"reference clip {reference} does not exist", param="reference_audio") from None
+        except OSError as exc:
+            raise AudioInputError(f"cannot read reference clip {reference}: {exc.strerror}") from None
+
+    @classmethod
+    def _reference(cls, reference: AudioSource, sr: int) -> np.ndarray:
+        return prepare_reference(cls._reference_bytes(reference), sr=sr)
 
     # ------------------------------------------------------------------ synthesis
     def synthesize(self, text: str, **kwargs: Any) -> SynthesisResult:

@@ -1,0 +1,284 @@
+"""The request scheduler on a fake clock: batching, bucketing, priorities, ordering, back-pressure, deadlines."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from rtvox.errors import RtvoxError
+from rtvox.runtime.scheduler import (
+    Batch,
+    BatchResult,
+    ChunkWork,
+    QueueFullError,
+    RequestStatus,
+    SchedRequest,
+    Scheduler,
+    SchedulerConfig,
+)
+
+
+class FakeClock:
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def req(request_id: str, *counts: int, priority: int = 0, deadline: float | None = None) -> SchedRequest:
+    return SchedRequest(
+        request_id=request_id,
+        chunks=tuple(ChunkWork(c) for c in (counts or (10,))),
+        priority=priority,
+        deadline=deadline,
+    )
+
+
+def make(clock: FakeClock | None = None, **config: object) -> Scheduler:
+    return Scheduler(SchedulerConfig(**config), clock=clock or FakeClock())  # type: ignore[arg-type]
+
+
+def keys(batch: Batch | None) -> list[tuple[str, int]]:
+    assert batch is not None
+    return [(item.request_id, item.chunk_index) for item in batch.items]
+
+
+def test_batch_closes_when_full() -> None:
+    sched = make(max_batch_size=4)
+    for i in range(6):
+        sched.add(req(f"r{i}"))
+    batch = sched.schedule(0.0)
+    assert keys(batch) == [(f"r{i}", 0) for i in range(4)]
+    assert sched.schedule(0.0) is None  # the 2 left are neither a full batch nor old enough
+    assert sched.stats().batch_size_histogram == {4: 1}
+
+
+def test_batch_closes_at_max_wait_and_not_before() -> None:
+    clock = FakeClock()
+    sched = make(clock, max_batch_size=8, max_wait_s=0.010)
+    sched.add(req("a"))
+    clock.now = 0.004
+    sched.add(req("b"))
+    assert sched.schedule(0.0) is None
+    assert sched.schedule(0.009) is None
+    wake = sched.next_wakeup(0.009)
+    assert wake == pytest.approx(0.010)
+    assert wake is not None
+    batch = sched.schedule(wake)
+    assert keys(batch) == [("a", 0), ("b", 0)]
+    assert batch is not None and batch.formed_at == wake
+
+
+def test_buckets_never_mix() -> None:
+    edges = (16, 32, 64)
+    sched = make(max_batch_size=32, max_wait_s=0.0, bucket_edges=edges)
+    counts = [5, 16, 17, 32, 33, 64, 1, 20]
+    for i, c in enumerate(counts):
+        sched.add(req(f"r{i}", c))
+    seen = []
+    while (batch := sched.schedule(0.0)) is not None:
+        lo = 0 if batch.bucket == 0 else edges[batch.bucket - 1]
+        assert batch.bucket_edge == edges[batch.bucket]
+        assert all(lo < item.phoneme_count <= batch.bucket_edge for item in batch.items)
+        seen.append(sorted(item.phoneme_count for item in batch.items))
+    assert sorted(seen) == [[1, 5, 16], [17, 20, 32], [33, 64]]
+    with pytest.raises(ValueError, match="larger bucket"):
+        sched.add(req("too-long", 65))
+
+
+def test_first_chunk_jumps_ahead_of_later_chunks_under_load() -> None:
+    clock = FakeClock()
+    sched = make(clock, max_batch_size=2, max_wait_s=0.0)
+    sched.add(req("a", 10, 10))
+    sched.add(req("b", 10, 10))
+    first = sched.schedule(0.0)
+    assert keys(first) == [("a", 0), ("b", 0)]
+    assert first is not None
+    clock.now = 1.0
+    sched.complete(BatchResult(first.batch_id))
+    sched.add(req("c", 10, 10, priority=9))  # a late, low-priority newcomer still gets its first chunk out first
+    assert keys(sched.schedule(1.0)) == [("c", 0), ("a", 1)]
+    assert keys(sched.schedule(1.0)) == [("b", 1)]
+
+
+def test_explicit_priority_then_fifo() -> None:
+    clock = FakeClock()
+    sched = make(clock, max_batch_size=1, max_wait_s=0.0)
+    for i, priority in enumerate([5, 0, 5, 0]):
+        clock.now = float(i)
+        sched.add(req(f"r{i}", priority=priority))
+    order = []
+    while (batch := sched.schedule(10.0)) is not None:
+        order += keys(batch)
+    assert order == [("r1", 0), ("r3", 0), ("r0", 0), ("r2", 0)]
+
+
+def test_one_chunk_in_flight_per_request_keeps_order() -> None:
+    clock = FakeClock()
+    sched = make(clock, max_wait_s=0.0)
+    sched.add(req("a", 10, 20, 30))
+    for index in range(3):
+        batch = sched.schedule(clock.now)
+        assert keys(batch) == [("a", index)]
+        assert batch is not None and batch.items[0].is_last == (index == 2)
+        clock.now += 5.0
+        assert sched.schedule(clock.now) is None  # chunk index+1 waits for chunk index, however long
+        assert sched.next_wakeup(clock.now) is None
+        done = sched.complete(BatchResult(batch.batch_id))
+        assert done.delivered == batch.items
+        assert done.finished == (("a",) if index == 2 else ())
+    assert sched.status("a") is None
+    assert sched.stats().finished == 1
+
+
+def test_queue_full_raises_with_retry_hint() -> None:
+    sched = make(max_queue=2)
+    sched.add(req("a"))
+    sched.add(req("b"))
+    with pytest.raises(QueueFullError) as info:
+        sched.add(req("c"))
+    assert isinstance(info.value, RtvoxError)
+    assert info.value.retry_after_s >= 1
+    assert "busy" in str(info.value) and f"retry after {info.value.retry_after_s} s" in str(info.value)
+    assert sched.stats().rejected == 1
+    assert sched.cancel("a")
+    sched.add(req("c"))  # the cancelled request's slot is free at once
+
+
+def test_deadline_expires_mid_request_and_drops_late_result() -> None:
+    clock = FakeClock()
+    sched = make(clock, max_wait_s=0.0)
+    sched.add(req("slow", 10, 10, 10, deadline=1.0))
+    sched.add(req("ok", 10, 10))
+    first = sched.schedule(0.0)
+    assert first is not None
+    clock.now = 0.5
+    sched.complete(BatchResult(first.batch_id))
+    second = sched.schedule(0.5)
+    assert keys(second) == [("slow", 1), ("ok", 1)]
+    assert sched.next_wakeup(0.5) == 1.0  # woken to expire "slow"
+    assert sched.expire(0.99) == []
+    assert sched.expire(1.0) == ["slow"]
+    assert sched.expire(1.0) == []  # reported once
+    assert second is not None
+    done = sched.complete(BatchResult(second.batch_id))
+    assert [i.request_id for i in done.delivered] == ["ok"]
+    assert [i.request_id for i in done.dropped] == ["slow"]
+    assert done.finished == ("ok",)
+    assert sched.stats().expired == 1
+
+
+def test_expiry_inside_schedule_is_reported_by_next_expire() -> None:
+    sched = make(default_deadline_s=2.0)
+    sched.add(req("a"))
+    assert sched.schedule(3.0) is None  # expired before it could run
+    assert sched.expire(3.0) == ["a"]
+
+
+def test_cancel_frees_slot_and_drops_late_result_even_if_id_is_reused() -> None:
+    clock = FakeClock()
+    sched = make(clock, max_wait_s=0.0, max_queue=1)
+    sched.add(req("a", 10, 10))
+    batch = sched.schedule(0.0)
+    assert batch is not None
+    assert sched.cancel("a") and not sched.cancel("a")
+    assert sched.stats().queue_depth == sched.stats().running == 0
+    sched.add(req("a", 10))  # the same id, a new request
+    done = sched.complete(BatchResult(batch.batch_id))
+    assert done.delivered == () and [i.chunk_index for i in done.dropped] == [0]
+    assert keys(sched.schedule(0.0)) == [("a", 0)]  # the new request is unaffected
+    with pytest.raises(ValueError, match="already completed"):
+        sched.complete(BatchResult(batch.batch_id))
+
+
+def test_bad_input_and_config_are_refused() -> None:
+    sched = make()
+    sched.add(req("a"))
+    with pytest.raises(ValueError, match="already queued"):
+        sched.add(req("a"))
+    with pytest.raises(ValueError, match="no chunks"):
+        SchedRequest("x", ())
+    with pytest.raises(ValueError, match="strictly increasing"):
+        SchedulerConfig(bucket_edges=(32, 16))
+    with pytest.raises(ValueError, match="max_batch_size"):
+        SchedulerConfig(max_batch_size=0)
+    assert sched.status("a") is RequestStatus.WAITING
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_no_request_is_ever_lost(seed: int) -> None:
+    rng = random.Random(seed)
+    clock = FakeClock()
+    config = SchedulerConfig(max_batch_size=(1, 3, 8)[seed % 3], max_wait_s=0.01, max_queue=12)
+    sched = Scheduler(config, clock=clock)
+    chunks: dict[str, int] = {}  # request id → number of chunks
+    ended: dict[str, list[str]] = {}  # request id → terminal events
+    delivered: dict[str, list[int]] = {}  # request id → chunk indexes delivered, in order
+    in_flight: list[Batch] = []
+    next_id = 0
+    scheduled = 0  # chunk items released in batches
+
+    def end(request_id: str, how: str) -> None:
+        ended.setdefault(request_id, []).append(how)
+
+    def complete_one() -> None:
+        batch = in_flight.pop(rng.randrange(len(in_flight)))
+        done = sched.complete(BatchResult(batch.batch_id))
+        for item in done.delivered:
+            assert item.request_id not in ended, "audio delivered after the request ended"
+            delivered.setdefault(item.request_id, []).append(item.chunk_index)
+        for request_id in done.finished:
+            end(request_id, "finished")
+
+    for step in range(600):
+        clock.now += rng.uniform(0.0, 0.02)
+        draining = step >= 400
+        if not draining and rng.random() < 0.5:
+            n = rng.randint(1, 4)
+            request = SchedRequest(
+                request_id=f"r{next_id}",
+                chunks=tuple(ChunkWork(rng.randint(1, 200)) for _ in range(n)),
+                priority=rng.randint(0, 2),
+                deadline=clock.now + rng.uniform(0.05, 2.0) if rng.random() < 0.3 else None,
+            )
+            try:
+                sched.add(request)
+                chunks[request.request_id] = n
+            except QueueFullError as error:
+                assert error.retry_after_s >= 1
+            next_id += 1
+        if not draining and chunks and rng.random() < 0.05:
+            victim = rng.choice(sorted(chunks))
+            if sched.cancel(victim):
+                end(victim, "cancelled")
+        for request_id in sched.expire(clock.now):
+            end(request_id, "expired")
+        while (batch := sched.schedule(clock.now)) is not None:
+            assert 1 <= len(batch.items) <= config.max_batch_size
+            assert len({i.request_id for i in batch.items}) == len(batch.items)
+            assert {config.bucket_of(i.phoneme_count) for i in batch.items} == {batch.bucket}
+            in_flight.append(batch)
+            scheduled += len(batch.items)
+        if in_flight and (draining or rng.random() < 0.6):
+            complete_one()
+        if draining and not in_flight and sched.next_wakeup(clock.now) is None:
+            break
+    else:
+        pytest.fail("the scheduler did not drain")
+
+    for request_id in sched.expire(clock.now):
+        end(request_id, "expired")
+    stats = sched.stats()
+    assert stats.queue_depth == stats.running == stats.in_flight_batches == 0
+    assert set(ended) == set(chunks), "every added request ends"
+    assert all(len(events) == 1 for events in ended.values()), "and ends exactly once"
+    for request_id, (how,) in ended.items():
+        got = delivered.get(request_id, [])
+        if how == "finished":
+            assert got == list(range(chunks[request_id]))
+        else:
+            assert got == list(range(len(got)))  # a cancelled or expired request got an in-order prefix
+    assert stats.finished + stats.cancelled + stats.expired == stats.added == len(chunks)
+    assert sum(size * n for size, n in stats.batch_size_histogram.items()) == scheduled
