@@ -16,8 +16,8 @@ serve: $(STAMP)
 	$(BIN)/rtvox demo -o demo.wav
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests recipes
-	$(BIN)/ruff format --check src tests recipes
+	$(BIN)/ruff check src tests recipes benchmarks
+	$(BIN)/ruff format --check src tests recipes benchmarks
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
