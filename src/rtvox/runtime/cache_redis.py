@@ -121,35 +121,29 @@ class RedisTier:
 
     def get(self, key: str) -> bytes | None:
         """The stored bytes, or None on a miss, while down, or on any Redis error."""
-        if not self._claim():
-            return None
-        try:
-            value = self._client.get(key)
-        except _UNREACHABLE as exc:
-            self._failed(exc)
-            return None
-        except redis.exceptions.RedisError as exc:
-            logger.debug("Redis GET %s failed: %s", key, exc)
-            self._succeeded()
-            return None
-        self._succeeded()
+        value = self._call("GET", key, lambda: self._client.get(key))
         return value if isinstance(value, bytes) else None
 
     def set(self, key: str, value: bytes) -> bool:
         """Store `value` (with the TTL if one was set); False when it could not be stored."""
+        return self._call("SET", key, lambda: self._client.set(key, value, px=self._ttl_ms)) is not None
+
+    def _call(self, op: str, key: str, fn: Callable[[], object]) -> object | None:
+        """Run one command; None while down, when unreachable (marks the tier down) or on any other Redis error
+        (the server answered, so it stays up)."""
         if not self._claim():
-            return False
+            return None
         try:
-            self._client.set(key, value, px=self._ttl_ms)
+            result = fn()
         except _UNREACHABLE as exc:
             self._failed(exc)
-            return False
+            return None
         except redis.exceptions.RedisError as exc:
-            logger.debug("Redis SET %s failed: %s", key, exc)
+            logger.debug("Redis %s %s failed: %s", op, key, exc)
             self._succeeded()
-            return False
+            return None
         self._succeeded()
-        return True
+        return result
 
     def health(self) -> dict[str, object]:
         """{"configured": True, "ok", "error", "url"}; probes first if a retry is due, so it can report recovery."""

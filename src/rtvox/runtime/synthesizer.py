@@ -57,7 +57,6 @@ def allocate_frames(natural: list[int], total: int) -> list[int]:
     frames = np.floor(exact).astype(np.int64)
     order = np.argsort(-(exact - frames), kind="stable")
     frames[order[: total - int(frames.sum())]] += 1
-    # Every chunk keeps at least one frame per phoneme-ish unit; the acoustic model enforces its own minimum.
     return [int(f) for f in frames]
 
 
@@ -138,7 +137,7 @@ class Synthesizer:
     # ------------------------------------------------------------------ voices
     def clone_voice(self, name: str, reference: AudioSource, *, description: str = "") -> Voice:
         """Make a voice from a 3–30 s reference clip and persist it under `name`."""
-        validate_voice_name(name)
+        validate_voice_name(name)  # before the embedding, so a bad name fails fast
         embedding = self.embed_speaker(reference)
         return self.voices.add(Voice(name=name, embedding=embedding, description=description, builtin=False))
 
