@@ -1,5 +1,7 @@
-"""Runtime: the Synthesizer (requests → audio chunks), voices and, later, scheduling, caches and fallback."""
+"""Runtime: the Synthesizer (requests → audio chunks), voices, the serving TTSService (batching, limits, fallback)."""
 
+from rtvox.runtime.sched_types import DeadlineExceededError, QueueFullError
+from rtvox.runtime.service import ServiceConfig, TTSService
 from rtvox.runtime.synthesizer import DEFAULT_MODEL, Synthesizer
 from rtvox.runtime.types import AudioChunk, SynthesisRequest, SynthesisResult, Voice
 from rtvox.runtime.voices import VoiceStore
@@ -7,9 +9,13 @@ from rtvox.runtime.voices import VoiceStore
 __all__ = [
     "DEFAULT_MODEL",
     "AudioChunk",
+    "DeadlineExceededError",
+    "QueueFullError",
+    "ServiceConfig",
     "SynthesisRequest",
     "SynthesisResult",
     "Synthesizer",
+    "TTSService",
     "Voice",
     "VoiceStore",
 ]

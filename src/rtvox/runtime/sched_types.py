@@ -147,3 +147,20 @@ class QueueFullError(RtvoxError):
     def __init__(self, retry_after_s: int, *, queued: int, limit: int) -> None:
         super().__init__(f"the server is busy ({queued} requests queued, limit {limit}); retry after {retry_after_s} s")
         self.retry_after_s = retry_after_s
+
+
+class DeadlineExceededError(RtvoxError):
+    """A request's deadline passed before its last chunk was delivered (HTTP 504); its slots are already freed."""
+
+    def __init__(self, deadline_s: float | None) -> None:
+        budget = "its deadline" if deadline_s is None else f"its deadline of {deadline_s:g} s"
+        super().__init__(f"the request did not finish within {budget}; shorten the text or allow a longer deadline")
+        self.deadline_s = deadline_s
+
+
+class ServiceUnavailableError(RtvoxError):
+    """The service is not running (not started, or stopping) (HTTP 503)."""
+
+
+class EngineFailedError(RtvoxError):
+    """The engines failed and no fallback could serve the request (HTTP 500); the engines are being rebuilt."""

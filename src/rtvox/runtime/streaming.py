@@ -17,14 +17,17 @@ measured impulse response in the tests): "v1" and "light" 14, "tiny" 6. Almost a
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from rtvox.constants import HOP_LENGTH, N_MELS
+from rtvox.models.acoustic import MEL_PAD_VALUE
 from rtvox.models.vocoder import HiFiGAN, VocoderConfig
 
 DEFAULT_WINDOW_FRAMES = 64
@@ -166,3 +169,132 @@ class StreamingVocoder:
 
 def _concat(pieces: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
+
+
+# ---------------------------------------------------------------------------------------------- batched windows
+# The service vocodes many chunks at once. Rows of one engine call must share a length, and padding a row changes
+# the samples within the receptive field of the padding. A window whose context on one side is >= the receptive
+# field can be padded on that side freely, so: windows with full right context are right-padded into one call,
+# windows ending at the mel's end (full left context) are left-padded into another, and only windows with short
+# context on both sides (mels shorter than two contexts) need rows of equal length. Every row's emitted samples
+# are then those of one-shot `vocode(mel)` (up to float rounding).
+
+DEFAULT_BATCH_WINDOW_FRAMES = 256  # larger than DEFAULT_WINDOW_FRAMES: the overlap costs 2 * context per window
+DEFAULT_MAX_ROWS = 64  # most windows in one vocoder call (bounds activation memory)
+
+
+@dataclass(frozen=True)
+class MelWindow:
+    """One vocoder window of a mel: frames [start, stop) in, audio of frames [new_start, new_stop) kept."""
+
+    source: int  # which mel of the batch (index into the list given to vocode_batched)
+    start: int  # first frame fed to the vocoder (left context included)
+    stop: int  # one past the last frame fed (right context included)
+    new_start: int  # first frame whose audio this window emits
+    new_stop: int  # one past the last such frame
+    exact_left: bool  # left context shorter than required: the row must start exactly at `start` (the mel start)
+    exact_right: bool  # right context shorter than required: the row must end exactly at `stop` (the mel end)
+
+
+def context_frames_for(vocoder: object) -> int:
+    """Context (frames, one side) that makes window joins exact for `vocoder`: at least DEFAULT_CONTEXT_FRAMES.
+
+    HiFi-GAN: its receptive field. An iSTFT vocoder (Vocos family, config with `layers`, `kernel`, `n_fft`):
+    the embedding conv and every depthwise conv reach kernel // 2 frames, and the inverse STFT window of n_fft
+    samples centred half a hop into its frame reaches (n_fft / 2 + hop / 2) / hop frames; one frame of margin.
+    """
+    if isinstance(vocoder, HiFiGAN):
+        return max(DEFAULT_CONTEXT_FRAMES, receptive_field_frames(vocoder))
+    cfg = getattr(vocoder, "config", None)
+    layers, kernel, n_fft = (getattr(cfg, name, None) for name in ("layers", "kernel", "n_fft"))
+    if not isinstance(layers, int) or not isinstance(kernel, int) or not isinstance(n_fft, int):
+        raise ValueError(f"no receptive field known for vocoder {type(vocoder).__name__}; add it to context_frames_for")
+    istft = math.ceil((n_fft / 2 + HOP_LENGTH / 2) / HOP_LENGTH)
+    return max(DEFAULT_CONTEXT_FRAMES, (kernel // 2) * (layers + 1) + istft + 1)
+
+
+def plan_windows(source: int, n_frames: int, window_frames: int, context_frames: int) -> list[MelWindow]:
+    """Cover frames [0, n_frames) with windows of <= window_frames new frames each.
+
+    A mel of at least 2 * context frames is split into >= 2 pieces of >= context frames each, so the first piece
+    has full right context and the last full left context (they can join padded batches); shorter mels are one
+    window that must run at its exact length.
+    """
+    if n_frames <= 0:
+        return []
+    pieces = math.ceil(n_frames / window_frames)
+    if context_frames:
+        # >= 2 pieces of >= context frames each when the mel is long enough, else one exact-length window
+        pieces = 1 if n_frames < 2 * context_frames else min(max(2, pieces), n_frames // context_frames)
+    bounds = [round(i * n_frames / pieces) for i in range(pieces + 1)]
+    windows = []
+    for new_start, new_stop in itertools.pairwise(bounds):
+        start = max(0, new_start - context_frames)
+        stop = min(n_frames, new_stop + context_frames)
+        windows.append(
+            MelWindow(
+                source,
+                start,
+                stop,
+                new_start,
+                new_stop,
+                exact_left=new_start - start < context_frames,
+                exact_right=stop - new_stop < context_frames,
+            )
+        )
+    return windows
+
+
+def vocode_batched(
+    vocode: VocodeFn,
+    mels: Sequence[Tensor],
+    *,
+    context_frames: int = DEFAULT_CONTEXT_FRAMES,
+    window_frames: int = DEFAULT_BATCH_WINDOW_FRAMES,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    pad_value: float = MEL_PAD_VALUE,
+) -> list[np.ndarray]:
+    """Vocode several mels [n_mels, T_i] in few batched calls; returns float32 audio of T_i * HOP_LENGTH each,
+    equal to `vocode(mel[None])[0]` per mel when context_frames >= the vocoder's receptive field."""
+    windows = [w for i, mel in enumerate(mels) for w in plan_windows(i, mel.shape[-1], window_frames, context_frames)]
+    right_padded = [w for w in windows if not w.exact_right]
+    left_padded = [w for w in windows if w.exact_right and not w.exact_left]
+    exact: dict[int, list[MelWindow]] = {}
+    for w in windows:
+        if w.exact_left and w.exact_right:
+            exact.setdefault(w.stop - w.start, []).append(w)
+    out: dict[tuple[int, int], np.ndarray] = {}
+    groups = [(right_padded, False), (left_padded, True), *((g, False) for g in exact.values())]
+    for group, pad_left in groups:
+        for lo in range(0, len(group), max_rows):
+            _vocode_group(vocode, mels, group[lo : lo + max_rows], pad_left, pad_value, out)
+    results = []
+    for i, mel in enumerate(mels):
+        parts = [out[(i, w.new_start)] for w in windows if w.source == i]
+        results.append(np.concatenate(parts) if parts else np.zeros(0, np.float32))
+        assert results[-1].shape[0] == mel.shape[-1] * HOP_LENGTH
+    return results
+
+
+def _vocode_group(
+    vocode: VocodeFn,
+    mels: Sequence[Tensor],
+    group: list[MelWindow],
+    pad_left: bool,
+    pad_value: float,
+    out: dict[tuple[int, int], np.ndarray],
+) -> None:
+    length = max(w.stop - w.start for w in group)
+    first = mels[group[0].source]
+    batch = torch.full((len(group), first.shape[-2], length), pad_value, dtype=first.dtype, device=first.device)
+    offsets = []
+    for row, w in enumerate(group):
+        offset = length - (w.stop - w.start) if pad_left else 0
+        batch[row, :, offset : offset + w.stop - w.start] = mels[w.source][..., w.start : w.stop].to(first.device)
+        offsets.append(offset)
+    with torch.inference_mode():
+        result = vocode(batch)
+    wav = (result[0] if isinstance(result, tuple) else result).detach().float().cpu().numpy()  # [rows, L * HOP]
+    for row, (w, offset) in enumerate(zip(group, offsets, strict=True)):
+        lo = (offset + w.new_start - w.start) * HOP_LENGTH
+        out[(w.source, w.new_start)] = np.ascontiguousarray(wav[row, lo : lo + (w.new_stop - w.new_start) * HOP_LENGTH])

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,18 +13,21 @@ import torch
 
 from rtvox.audio.mel import MelSpectrogram
 from rtvox.audio.reference import prepare_reference
-from rtvox.constants import EMOTIONS, FRAMES_PER_SECOND, HOP_LENGTH, SAMPLE_RATE, SPEAKER_SAMPLE_RATE
+from rtvox.constants import EMOTIONS, FRAMES_PER_SECOND, SAMPLE_RATE, SPEAKER_SAMPLE_RATE
 from rtvox.engines import Engine, build_engine
 from rtvox.errors import AudioInputError, InputError, ModelError
 from rtvox.models.bundle import ModelBundle
 from rtvox.models.emotion import fuse_condition
 from rtvox.models.speaker import SpeakerEncoder, default_speaker_encoder_dir
 from rtvox.runtime.cache import EmbeddingCache
+from rtvox.runtime.steps import ChunkJob, PreparedChunk, PreparedRequest, natural_frames, run_chunk_step
+from rtvox.runtime.streaming import context_frames_for
 from rtvox.runtime.types import AudioChunk, SynthesisRequest, SynthesisResult, Voice
 from rtvox.runtime.voices import VoiceStore, validate_voice_name
-from rtvox.text import Frontend, FrontendResult, Lexicon, Vocabulary
+from rtvox.text import Frontend, Lexicon, Vocabulary
 
 AudioSource = str | os.PathLike[str] | bytes | np.ndarray
+ProgressFn = Callable[[int, int], None]  # (chunks done, chunks in all)
 
 
 def project_models_dir() -> Path:
@@ -85,14 +89,13 @@ class Synthesizer:
         self.voices = VoiceStore(self._builtin_voices(), clones_dir=voices_dir)
         self.default_voice = self.bundle.config.default_voice or self.voices.builtin_names[0]
         self._speaker_encoder: SpeakerEncoder | None = None
+        self._emotion_ns: str | None = None
         self.embedding_cache = embedding_cache if embedding_cache is not None else EmbeddingCache()
         self._mel = MelSpectrogram().to(self.device)
-        acoustic = self.bundle.acoustic
-        self.engines: dict[str, Engine] = {
-            "acoustic_encode": build_engine(backend, "acoustic_encode", acoustic.encode, self.device, torch.float32),
-            "acoustic_decode": build_engine(backend, "acoustic_decode", acoustic.decode, self.device, torch.float32),
-            "vocoder": build_engine(backend, "vocoder", self.bundle.vocoder, self.device, torch.float32),
-        }
+        # Windows of the streamed vocoder need at least the vocoder's receptive field of context on each side.
+        self.vocoder_context_frames = context_frames_for(self.bundle.vocoder)
+        self.engines: dict[str, Engine] = {}
+        self.build_engines()
 
     # ------------------------------------------------------------------ setup helpers
     @staticmethod
@@ -150,6 +153,28 @@ class Synthesizer:
             lambda: self.speaker_encoder.embed_utterance(prepare_reference(data, sr=SPEAKER_SAMPLE_RATE)),
         )
 
+    def embed_emotion(self, reference: np.ndarray) -> np.ndarray:
+        """Emotion embedding [E] of a reference clip (float32 mono at SAMPLE_RATE), cached by a hash of its samples."""
+        wav = np.ascontiguousarray(reference, dtype=np.float32)
+
+        def compute() -> np.ndarray:
+            with torch.inference_mode():
+                mel = self._mel(torch.from_numpy(wav).to(self.device)[None])
+                emotion, _ = self.bundle.emotion_encoder(mel)
+            return emotion[0].float().cpu().numpy()
+
+        return self.embedding_cache.get_or_compute(self.emotion_cache_ns, wav.tobytes(), compute)
+
+    @property
+    def emotion_cache_ns(self) -> str:
+        """Cache namespace of emotion embeddings: names this model's emotion encoder by a hash of its weights."""
+        if self._emotion_ns is None:
+            digest = hashlib.sha256()
+            for path in sorted(self.model_dir.glob("emotion*.safetensors")):
+                digest.update(path.read_bytes())
+            self._emotion_ns = f"emotion:{digest.hexdigest()[:16]}"
+        return self._emotion_ns
+
     @staticmethod
     def _reference_bytes(reference: AudioSource) -> bytes:
         if isinstance(reference, bytes):
@@ -181,9 +206,51 @@ class Synthesizer:
         return self.stream_request(request)
 
     def stream_request(self, request: SynthesisRequest) -> Iterator[AudioChunk]:
+        """The simple one-request path: prepare, then one chunk step per chunk (the service batches the same steps)."""
+        prepared = self.prepare(request)
+        return (self.run_step([ChunkJob(prepared, i)])[0] for i in range(len(prepared.chunks)))
+
+    # ------------------------------------------------------------------ public steps (shared with the service)
+    def prepare(self, request: SynthesisRequest) -> PreparedRequest:
+        """Frontend + condition (+ the split of a target duration over chunks): everything before the chunk steps.
+
+        Raises TextError when the text has nothing to speak. Runs acoustic_encode once when `duration` is set.
+        """
         front = self.frontend.process(request.text)
         cond = self.condition(request)
-        return self._generate(front, cond, request)
+        ids = [self.vocab.encode(list(chunk.phonemes)) for chunk in front.chunks]
+        targets = [0] * len(ids)
+        if request.duration is not None:
+            # Exact total length: learn each chunk's natural length first, then share the target among them.
+            natural = natural_frames(self.engines, ids, cond, request)
+            targets = allocate_frames(natural, round(request.duration * FRAMES_PER_SECOND))
+        chunks = tuple(
+            PreparedChunk(text=c.text, phonemes=c.phonemes, ids=tuple(i), target_frames=t)
+            for c, i, t in zip(front.chunks, ids, targets, strict=True)
+        )
+        return PreparedRequest(request=request, normalized=front.normalized, chunks=chunks, cond=cond)
+
+    def run_step(self, jobs: Sequence[ChunkJob]) -> list[AudioChunk]:
+        """One batched chunk step on this synthesizer's engines (jobs prepared elsewhere are moved here)."""
+        return run_chunk_step(self.engines, jobs, self.device, context_frames=self.vocoder_context_frames)
+
+    def build_engines(self) -> None:
+        """(Re)build every engine from the loaded weights: at load, and to recover an engine after a fault."""
+        acoustic, dev, f32 = self.bundle.acoustic, self.device, torch.float32
+        built = {
+            "acoustic_encode": build_engine(self.backend, "acoustic_encode", acoustic.encode, dev, f32),
+            "acoustic_decode": build_engine(self.backend, "acoustic_decode", acoustic.decode, dev, f32),
+            "vocoder": build_engine(self.backend, "vocoder", self.bundle.vocoder, dev, f32),
+        }
+        self.engines = built  # swapped whole, so a reader never sees a half-built set
+
+    def synthesize_many(
+        self, requests: Iterable[SynthesisRequest], *, max_batch: int = 64, progress: ProgressFn | None = None
+    ) -> Iterator[SynthesisResult]:
+        """Offline batch API: many requests in large static batches (see runtime.offline); results in order."""
+        from rtvox.runtime.offline import synthesize_many
+
+        return synthesize_many(self, requests, max_batch=max_batch, progress=progress)
 
     def condition(self, request: SynthesisRequest) -> torch.Tensor:
         """cond[1, C] = speaker ⊕ α·emotion."""
@@ -194,51 +261,12 @@ class Synthesizer:
         speaker = torch.from_numpy(embedding).to(self.device)[None]
         with torch.inference_mode():
             if request.emotion_ref is not None:
-                wav = torch.from_numpy(request.emotion_ref).to(self.device)[None]
-                mel = self._mel(wav)
-                emotion, _ = self.bundle.emotion_encoder(mel)
+                emotion = torch.from_numpy(self.embed_emotion(request.emotion_ref)).to(self.device)[None]
             else:
                 label = request.emotion or "neutral"
                 emotion = self.bundle.emotion_table(torch.tensor([EMOTIONS.index(label)], device=self.device))
             alpha = torch.tensor([request.emotion_alpha], device=self.device)
             return fuse_condition(speaker, emotion, alpha)
-
-    def _encode(self, ids: list[int], cond: torch.Tensor, request: SynthesisRequest, target: int) -> tuple:
-        phonemes = torch.tensor([ids], dtype=torch.long, device=self.device)
-        mask = torch.ones_like(phonemes, dtype=torch.bool)
-        scalar = torch.tensor([1.0], device=self.device)
-        return self.engines["acoustic_encode"](
-            phonemes,
-            mask,
-            cond,
-            scalar * request.speed,
-            torch.tensor([target], dtype=torch.long, device=self.device),
-            scalar * request.pitch_scale,
-            scalar * request.energy_scale,
-        )
-
-    def _generate(self, front: FrontendResult, cond: torch.Tensor, request: SynthesisRequest) -> Iterator[AudioChunk]:
-        ids = [self.vocab.encode(list(chunk.phonemes)) for chunk in front.chunks]
-        targets = [0] * len(ids)
-        if request.duration is not None:
-            # Exact total length: learn each chunk's natural length first, then share the target among them.
-            natural = [int(self._encode(i, cond, request, 0)[1].sum()) for i in ids]
-            targets = allocate_frames(natural, round(request.duration * FRAMES_PER_SECOND))
-        for index, (chunk, chunk_ids, target) in enumerate(zip(front.chunks, ids, targets, strict=True)):
-            encoded = self._encode(chunk_ids, cond, request, target)
-            durations = encoded[1]
-            (mel,) = self.engines["acoustic_decode"](*encoded)
-            (wav,) = self.engines["vocoder"](mel)
-            n = int(durations.sum()) * HOP_LENGTH
-            audio = wav[0, :n].float().cpu().numpy()
-            yield AudioChunk(
-                index=index,
-                audio=np.ascontiguousarray(audio, dtype=np.float32),
-                text=chunk.text,
-                is_last=index == len(ids) - 1,
-                phonemes=chunk.phonemes,
-                durations=tuple(int(d) for d in durations[0].tolist()),
-            )
 
 
 def load_model(model: str | os.PathLike[str] | None = None, **kwargs: Any) -> Synthesizer:

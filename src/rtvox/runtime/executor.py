@@ -1,0 +1,194 @@
+"""The executor: owns the engines (through a primary and a fallback Synthesizer) and the threads that run them.
+
+It has no queues and makes no scheduling choice: the service hands it one prepared batch at a time. What it adds
+over calling `Synthesizer.run_step` is fault handling: when the primary's engines raise (a CUDA out-of-memory
+included) the same step, which mutates nothing, is re-run on the fallback (by default a CPU Synthesizer with the
+same weights, so the audio is the same up to float rounding), the primary is marked unhealthy and rebuilt in the
+background, and work goes back to it once the rebuild and a warm-up step succeed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import torch
+
+from rtvox.errors import InputError
+from rtvox.runtime.sched_types import EngineFailedError
+from rtvox.runtime.steps import ChunkJob, PreparedRequest
+from rtvox.runtime.synthesizer import Synthesizer
+from rtvox.runtime.types import AudioChunk, SynthesisRequest
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+WARMUP_TEXT = "Hello, 你好。"
+# Rebuild retries after a failed rebuild: first wait, doubling up to the cap (a broken GPU should not spin).
+REBUILD_BACKOFF_S = 1.0
+REBUILD_BACKOFF_MAX_S = 30.0
+
+
+@dataclass
+class EngineSet:
+    """One Synthesizer's engines as the executor sees them: health, fault counters, and the thread they run on."""
+
+    role: str  # "primary" or "fallback"
+    synth: Synthesizer
+    pool: ThreadPoolExecutor  # one thread: a Synthesizer is not thread-safe, and one thread per device is enough
+    healthy: bool = True  # False from a fault until a rebuild and warm-up succeed
+    warmed: bool = False  # a warm-up step has run since the last (re)build
+    error: str | None = None  # the last fault, "Type: message"
+    faults: int = 0  # steps that raised on these engines
+    rebuilds: int = 0  # successful rebuilds
+    steps: int = 0  # steps served
+    last_fault_at: float | None = None  # time.time() of the last fault
+    rebuilding: bool = field(default=False)
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "device": str(self.synth.device),
+            "backend": self.synth.backend,
+            "healthy": self.healthy,
+            "warmed": self.warmed,
+            "rebuilding": self.rebuilding,
+            "error": self.error,
+            "faults": self.faults,
+            "rebuilds": self.rebuilds,
+            "steps": self.steps,
+        }
+
+
+def warm_up(synth: Synthesizer) -> None:
+    """One short synthesis, so lazy initialization (allocators, kernels, compiled graphs) is not paid by a user."""
+    prepared = synth.prepare(SynthesisRequest(text=WARMUP_TEXT))
+    synth.run_step([ChunkJob(prepared, 0)])
+
+
+class Executor:
+    """Runs prepare and chunk steps on the primary engines, or on the fallback while the primary is unhealthy."""
+
+    def __init__(self, primary: Synthesizer, fallback: Synthesizer | None) -> None:
+        self.primary = EngineSet("primary", primary, ThreadPoolExecutor(1, thread_name_prefix="rtvox-primary"))
+        self.fallback = (
+            None
+            if fallback is None
+            else EngineSet("fallback", fallback, ThreadPoolExecutor(1, thread_name_prefix="rtvox-fallback"))
+        )
+        self._rebuild_task: asyncio.Task[None] | None = None
+        self.fallback_steps = 0  # steps the fallback served because the primary failed or was unhealthy
+
+    @property
+    def ready(self) -> bool:
+        """Some engine set is healthy and warmed, so a request can be served now."""
+        return any(s is not None and s.healthy and s.warmed for s in (self.primary, self.fallback))
+
+    async def start(self) -> None:
+        """Warm both engine sets (concurrently: each on its own thread)."""
+        sets = [s for s in (self.primary, self.fallback) if s is not None]
+        await asyncio.gather(*(self._warm(s) for s in sets))
+
+    async def _warm(self, engines: EngineSet) -> None:
+        await self._call(engines, lambda: warm_up(engines.synth))
+        engines.warmed = True
+
+    async def stop(self) -> None:
+        if self._rebuild_task is not None:
+            self._rebuild_task.cancel()
+            await asyncio.gather(self._rebuild_task, return_exceptions=True)
+        for engines in (self.primary, self.fallback):
+            if engines is not None:
+                engines.pool.shutdown(wait=False, cancel_futures=True)
+
+    # ------------------------------------------------------------------ work
+    async def prepare(self, request: SynthesisRequest) -> PreparedRequest:
+        """Frontend + condition on the serving engine set; InputError and TextError go to the caller as they are."""
+        return await self._serve(lambda synth: synth.prepare(request))
+
+    async def run(self, jobs: Sequence[ChunkJob]) -> list[AudioChunk]:
+        """One batched chunk step; re-run on the fallback if the primary raises."""
+        return await self._serve(lambda synth: synth.run_step(jobs))
+
+    async def _serve(self, work: Callable[[Synthesizer], T]) -> T:
+        first = self.primary if self.primary.healthy or self.fallback is None else self.fallback
+        try:
+            result = await self._call(first, lambda: work(first.synth))
+        except InputError:
+            raise  # the caller's input, not an engine fault
+        except Exception as exc:  # any engine failure, torch.cuda.OutOfMemoryError included
+            self._fault(first, exc)
+            second = self.fallback if first is self.primary else None
+            if second is None:
+                raise EngineFailedError(f"synthesis failed on the {first.role} engines ({exc}); retry shortly") from exc
+            try:
+                result = await self._call(second, lambda: work(second.synth))
+            except InputError:
+                raise
+            except Exception as exc2:
+                self._fault(second, exc2)
+                raise EngineFailedError(f"synthesis failed on every engine ({exc2}); retry shortly") from exc2
+            self.fallback_steps += 1
+            second.steps += 1
+            return result
+        first.steps += 1
+        if first is not self.primary:
+            self.fallback_steps += 1
+        return result
+
+    async def _call(self, engines: EngineSet, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(engines.pool, fn)
+
+    # ------------------------------------------------------------------ faults
+    def _fault(self, engines: EngineSet, exc: BaseException) -> None:
+        engines.faults += 1
+        engines.error = f"{type(exc).__name__}: {exc}"
+        engines.last_fault_at = time.time()
+        if not engines.healthy:
+            return
+        engines.healthy = False
+        logger.error("%s engines failed (%s); serving from the fallback and rebuilding", engines.role, engines.error)
+        if self._rebuild_task is None or self._rebuild_task.done():
+            self._rebuild_task = asyncio.get_running_loop().create_task(self._rebuild_all())
+
+    async def _rebuild_all(self) -> None:
+        """Rebuild every unhealthy engine set until each succeeds (with backoff) or the executor stops."""
+        delay = REBUILD_BACKOFF_S
+        while True:
+            broken = [s for s in (self.primary, self.fallback) if s is not None and not s.healthy]
+            if not broken:
+                return
+            for engines in broken:
+                engines.rebuilding = True
+                try:
+                    await self._call(engines, lambda e=engines: _rebuild(e.synth))  # type: ignore[misc]
+                except Exception as exc:  # the rebuild itself failed: keep the set out of service, retry later
+                    engines.error = f"rebuild failed: {type(exc).__name__}: {exc}"
+                    logger.error("rebuilding the %s engines failed (%s)", engines.role, engines.error)
+                else:
+                    engines.healthy, engines.warmed = True, True
+                    engines.rebuilds += 1
+                    logger.warning("%s engines rebuilt and healthy again", engines.role)
+                finally:
+                    engines.rebuilding = False
+            if any(s is not None and not s.healthy for s in (self.primary, self.fallback)):
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, REBUILD_BACKOFF_MAX_S)
+
+    def health(self) -> dict[str, Any]:
+        out = {"primary": self.primary.health()}
+        if self.fallback is not None:
+            out["fallback"] = self.fallback.health()
+        return out
+
+
+def _rebuild(synth: Synthesizer) -> None:
+    if synth.device.type == "cuda":
+        torch.cuda.empty_cache()  # after an OOM the caching allocator may hold the memory the rebuild needs
+    synth.build_engines()
+    warm_up(synth)

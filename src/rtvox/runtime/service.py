@@ -1,0 +1,362 @@
+"""TTSService: many concurrent streaming requests over one set of engines, batched, bounded and fault tolerant.
+
+    stream(request) ─admission (limits, queue)─► prepare on the engine thread (frontend, condition)
+        ─► Scheduler.add (chunks) ── loop: Scheduler.schedule → Executor.run(batch) → Scheduler.complete ──►
+        per-request asyncio queue ─► AudioChunk to the caller as soon as its chunk is vocoded
+
+The scheduler (plain data) decides which chunks run together: one length bucket per batch, up to `max_batch`,
+released when full or when its oldest chunk has waited `max_wait_ms`, every request's first chunk ahead of later
+chunks. The executor owns the engines and threads and re-runs a failed step on the fallback. This module owns
+the event-loop side: admission, per-request streams, deadlines and cancellation, and the health/stats views.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rtvox.constants import MAX_INPUT_CHARS, SAMPLE_RATE
+from rtvox.errors import InputError, TextError
+from rtvox.runtime.cache import EmbeddingCache
+from rtvox.runtime.executor import Executor
+from rtvox.runtime.sched_types import (
+    BatchResult,
+    ChunkWork,
+    DeadlineExceededError,
+    EngineFailedError,
+    QueueFullError,
+    SchedRequest,
+    SchedulerConfig,
+    ServiceUnavailableError,
+)
+from rtvox.runtime.scheduler import Batch, Scheduler
+from rtvox.runtime.service_stats import ServiceStats
+from rtvox.runtime.steps import ChunkJob, PreparedRequest
+from rtvox.runtime.synthesizer import Synthesizer
+from rtvox.runtime.types import AudioChunk, SynthesisRequest, SynthesisResult
+
+# How long stop() lets admitted requests finish before failing the rest.
+STOP_GRACE_S = 10.0
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """Limits and batching of one TTSService (each field can be overridden from the environment or CLI)."""
+
+    max_batch: int = 16  # most chunks in one batched engine step
+    max_wait_ms: float = 10.0  # a partial batch waits at most this long (from its oldest chunk) for company
+    max_queue: int = 256  # most requests admitted at once (preparing, queued or streaming); more → QueueFullError
+    max_chars: int = MAX_INPUT_CHARS  # most characters of text per request (OpenAI's limit)
+    max_phonemes: int = 16_384  # most phonemes per request after the frontend (~4096 Mandarin characters)
+    max_realtime_audio_s: float = 1200.0  # most audio seconds per streamed request (estimated before synthesis)
+    default_deadline_s: float | None = 60.0  # per-request time budget when the caller gives none; None = no limit
+    fallback_device: str | None = "cpu"  # device of the fallback Synthesizer built at start(); None = no fallback
+    redis_url: str | None = None  # shared embedding cache; None keeps the synthesizer's cache as configured
+
+    def __post_init__(self) -> None:
+        if self.max_batch < 1 or self.max_queue < 1 or self.max_chars < 1 or self.max_phonemes < 1:
+            raise ValueError("max_batch, max_queue, max_chars and max_phonemes must be at least 1")
+        if not self.max_wait_ms >= 0 or not self.max_realtime_audio_s > 0:
+            raise ValueError("max_wait_ms must be >= 0 and max_realtime_audio_s > 0")
+        if self.default_deadline_s is not None and not self.default_deadline_s > 0:
+            raise ValueError(f"default_deadline_s must be > 0 or None, got {self.default_deadline_s}")
+
+
+_END = object()  # queued after a request's last chunk
+
+
+@dataclass
+class _Stream:
+    """The loop-side record of one admitted request."""
+
+    request_id: str
+    arrival: float  # time.monotonic() at admission
+    deadline: float | None  # absolute time.monotonic() deadline
+    deadline_s: float | None  # the budget as given, for the error message
+    queue: asyncio.Queue[object] = field(default_factory=asyncio.Queue)  # AudioChunk | BaseException | _END
+    prepared: PreparedRequest | None = None  # set once prepared, before the scheduler sees the request
+
+
+class TTSService:
+    """Serves concurrent streaming synthesis over one Synthesizer's engines (plus a fallback).
+
+    Owns the scheduler, the executor, the per-request streams and the counters. `start()` builds the fallback,
+    warms the engines and starts the batching loop; `stop()` drains and shuts down. `synthesizer` stays public
+    for voice management (list / clone / delete / embed).
+    """
+
+    def __init__(
+        self, synthesizer: Synthesizer, config: ServiceConfig = ServiceConfig(), *, fallback: Synthesizer | None = None
+    ) -> None:
+        self.synthesizer = synthesizer
+        self.config = config
+        self._fallback = fallback
+        self._scheduler = Scheduler(
+            SchedulerConfig(
+                max_batch_size=config.max_batch, max_wait_s=config.max_wait_ms / 1000.0, max_queue=config.max_queue
+            )
+        )
+        self._executor: Executor | None = None
+        self._streams: dict[str, _Stream] = {}
+        self._ids = itertools.count()
+        self._wake = asyncio.Event()
+        self._loop_task: asyncio.Task[None] | None = None
+        self._accepting = False
+        self._started = False
+        self.stats_counters = ServiceStats()
+
+    # ------------------------------------------------------------------ life cycle
+    async def start(self) -> None:
+        """Build the fallback (if configured), connect the cache, warm the engines, start the loop. Idempotent."""
+        if self._started:
+            return
+        self._started = True
+        synth = self.synthesizer
+        if self.config.redis_url and synth.embedding_cache.redis is None:
+            # RedisTier pings at construction (bounded by its socket timeout): keep that off the event loop.
+            cache = await asyncio.to_thread(
+                EmbeddingCache, synth.embedding_cache.local.capacity, redis_url=self.config.redis_url
+            )
+            synth.embedding_cache = cache
+        if self._fallback is None and self.config.fallback_device is not None:
+            self._fallback = await asyncio.to_thread(self._build_fallback, self.config.fallback_device)
+        if self._fallback is not None:
+            # One voice store and one cache: a voice cloned through the service is visible to both engine sets.
+            self._fallback.voices = synth.voices
+            self._fallback.embedding_cache = synth.embedding_cache
+        self._executor = Executor(synth, self._fallback)
+        await self._executor.start()
+        self._wake = asyncio.Event()  # bound to the running loop
+        self._loop_task = asyncio.get_running_loop().create_task(self._loop(), name="rtvox-service-loop")
+        self._accepting = True
+
+    def _build_fallback(self, device: str) -> Synthesizer:
+        synth = self.synthesizer
+        return Synthesizer(synth.model_dir, device=device, backend="eager", embedding_cache=synth.embedding_cache)
+
+    async def stop(self) -> None:
+        """Stop admitting, let admitted requests finish for up to STOP_GRACE_S, fail the rest. Idempotent."""
+        if not self._started:
+            return
+        self._accepting = False
+        give_up = time.monotonic() + STOP_GRACE_S
+        while self._streams and time.monotonic() < give_up and self._loop_task and not self._loop_task.done():
+            await asyncio.sleep(0.01)
+        for stream in list(self._streams.values()):
+            stream.queue.put_nowait(ServiceUnavailableError("the service stopped before this request finished"))
+            self._scheduler.cancel(stream.request_id)
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+            await asyncio.gather(self._loop_task, return_exceptions=True)
+            self._loop_task = None
+        if self._executor is not None:
+            await self._executor.stop()
+        self._started = False
+
+    @property
+    def ready(self) -> bool:
+        """Engines built and warmed, loop running: requests will be served now."""
+        return self._accepting and self._executor is not None and self._executor.ready
+
+    # ------------------------------------------------------------------ requests
+    def stream(self, request: SynthesisRequest, *, deadline_s: float | None = None) -> AsyncIterator[AudioChunk]:
+        """Admit a request and return its chunk stream.
+
+        Raises here: TextError (over max_chars), QueueFullError (busy; `retry_after_s`), ServiceUnavailableError.
+        Raises from the iterator: TextError / InputError found by the frontend or the phoneme / audio limits,
+        DeadlineExceededError, EngineFailedError. Closing the iterator early cancels the request at once.
+        """
+        if not self._accepting:
+            raise ServiceUnavailableError("the service is not running; call start() first (or it is stopping)")
+        if len(request.text) > self.config.max_chars:
+            self.stats_counters.outcome("invalid")
+            raise TextError(
+                f"text is {len(request.text)} characters, over this server's limit of {self.config.max_chars}; "
+                "split it into several requests",
+                param="input",
+            )
+        if len(self._streams) >= self.config.max_queue:
+            self.stats_counters.outcome("rejected")
+            raise QueueFullError(
+                self._scheduler.retry_after_s(), queued=len(self._streams), limit=self.config.max_queue
+            )
+        budget = self.config.default_deadline_s if deadline_s is None else deadline_s
+        if budget is not None and not budget > 0:
+            raise InputError(f"deadline_s must be > 0, got {budget}", param="deadline_s")
+        return self._run_stream(request, budget)
+
+    async def synthesize(self, request: SynthesisRequest, *, deadline_s: float | None = None) -> SynthesisResult:
+        """The whole utterance at once (same path and limits as stream())."""
+        chunks = tuple([c async for c in self.stream(request, deadline_s=deadline_s)])
+        audio = np.concatenate([c.audio for c in chunks]) if chunks else np.zeros(0, np.float32)
+        return SynthesisResult(audio=audio, sample_rate=SAMPLE_RATE, chunks=chunks)
+
+    async def _run_stream(self, request: SynthesisRequest, budget: float | None) -> AsyncIterator[AudioChunk]:
+        # The slot is taken when iteration starts (an iterator never started never runs its cleanup), so the
+        # admission check is repeated here for streams created together and started later.
+        if len(self._streams) >= self.config.max_queue:
+            self.stats_counters.outcome("rejected")
+            raise QueueFullError(
+                self._scheduler.retry_after_s(), queued=len(self._streams), limit=self.config.max_queue
+            )
+        now = time.monotonic()
+        stream = _Stream(f"r{next(self._ids)}", now, None if budget is None else now + budget, budget)
+        self._streams[stream.request_id] = stream
+        outcome = "cancelled"  # what a stream closed from outside (aclose, task cancel) counts as
+        try:
+            assert self._executor is not None
+            prepared = await self._until_deadline(stream, self._executor.prepare(request))
+            self._check_limits(prepared)
+            stream.prepared = prepared
+            chunks = tuple(ChunkWork(len(c.ids)) for c in prepared.chunks)
+            self._scheduler.add(
+                SchedRequest(stream.request_id, chunks, arrival=stream.arrival, deadline=stream.deadline)
+            )
+            self._wake.set()
+            while True:
+                item = await self._until_deadline(stream, stream.queue.get())
+                if item is _END:
+                    outcome = "ok"
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                assert isinstance(item, AudioChunk)
+                if item.index == 0:
+                    self.stats_counters.ttfa(time.monotonic() - stream.arrival)
+                self.stats_counters.delivered(item.seconds)
+                yield item
+        except DeadlineExceededError:
+            outcome = "expired"
+            raise
+        except InputError:
+            outcome = "invalid"
+            raise
+        except (EngineFailedError, ServiceUnavailableError):
+            outcome = "failed"
+            raise
+        finally:
+            # Frees the queue slot and the scheduler state at once; a batch in flight drops this request's result.
+            self._streams.pop(stream.request_id, None)
+            self._scheduler.cancel(stream.request_id)
+            self.stats_counters.outcome(outcome)
+
+    async def _until_deadline(self, stream: _Stream, aw: Any) -> Any:
+        if stream.deadline is None:
+            return await aw
+        try:
+            return await asyncio.wait_for(aw, max(0.0, stream.deadline - time.monotonic()))
+        except TimeoutError:
+            raise DeadlineExceededError(stream.deadline_s) from None
+
+    def _check_limits(self, prepared: PreparedRequest) -> None:
+        cfg = self.config
+        if prepared.phoneme_count > cfg.max_phonemes:
+            raise TextError(
+                f"the text reads as {prepared.phoneme_count} phonemes, over this server's limit of "
+                f"{cfg.max_phonemes}; split it into several requests",
+                param="input",
+            )
+        seconds = prepared.estimated_seconds()
+        if seconds > cfg.max_realtime_audio_s:
+            raise TextError(
+                f"the text would make about {seconds:.0f} s of audio, over the streaming limit of "
+                f"{cfg.max_realtime_audio_s:g} s; split it or use offline mode (Synthesizer.synthesize_many)",
+                param="input",
+            )
+
+    # ------------------------------------------------------------------ the batching loop
+    async def _loop(self) -> None:
+        while True:
+            self._wake.clear()
+            now = time.monotonic()
+            for request_id in self._scheduler.expire(now):
+                self._send(request_id, DeadlineExceededError(self._budget(request_id)))
+            batch = self._scheduler.schedule(now)
+            if batch is not None:
+                await self._run_batch(batch)
+                continue
+            wakeup = self._scheduler.next_wakeup(now)
+            timeout = None if wakeup is None else max(0.0, wakeup - time.monotonic())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+
+    async def _run_batch(self, batch: Batch) -> None:
+        assert self._executor is not None
+        jobs = []
+        for item in batch.items:
+            prepared = self._streams[item.request_id].prepared
+            assert prepared is not None
+            jobs.append(ChunkJob(prepared, item.chunk_index))
+        try:
+            outputs = await self._executor.run(jobs)
+        except EngineFailedError as exc:
+            for item in batch.items:  # cancel first so complete() drops their items
+                if self._scheduler.cancel(item.request_id):
+                    self._send(item.request_id, exc)
+            self._scheduler.complete(BatchResult(batch.batch_id))
+            return
+        completion = self._scheduler.complete(BatchResult(batch.batch_id))
+        by_item = {(i.request_id, i.chunk_index): out for i, out in zip(batch.items, outputs, strict=True)}
+        for item in completion.delivered:
+            self._send(item.request_id, by_item[(item.request_id, item.chunk_index)])
+        for request_id in completion.finished:
+            self._send(request_id, _END)
+
+    def _send(self, request_id: str, message: object) -> None:
+        stream = self._streams.get(request_id)
+        if stream is not None:
+            stream.queue.put_nowait(message)
+
+    def _budget(self, request_id: str) -> float | None:
+        stream = self._streams.get(request_id)
+        return None if stream is None else stream.deadline_s
+
+    # ------------------------------------------------------------------ views
+    def health(self) -> dict[str, Any]:
+        """{"status": "ok" | "degraded" | "stopped", "ready", "engines", "cache", "queue_depth", ...}."""
+        engines = {} if self._executor is None else self._executor.health()
+        tiers = self.synthesizer.embedding_cache.health()
+        redis = tiers["redis"]
+        redis_state = "off" if not redis["configured"] else ("up" if redis["ok"] else "down")
+        # Redis down is not fatal (the local LRU serves), but the operator should know: status "degraded".
+        cache: dict[str, Any] = {"status": "local-only" if redis_state == "off" else f"redis-{redis_state}", **tiers}
+        primary_ok = bool(engines) and engines["primary"]["healthy"]
+        degraded = not primary_ok or redis_state == "down"
+        sched = self._scheduler.stats()
+        return {
+            "status": "stopped" if not self._accepting else ("degraded" if degraded else "ok"),
+            "ready": self.ready,
+            "engines": engines,
+            "cache": cache,
+            "queue_depth": sched.queue_depth,
+            "running": sched.running,
+            "admitted": len(self._streams),
+            "max_queue": self.config.max_queue,
+        }
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for metrics: request outcomes, queue, batch sizes, cache hits/misses, TTFA histogram."""
+        sched = self._scheduler.stats()
+        out = self.stats_counters.snapshot()
+        out.update(
+            queue_depth=sched.queue_depth,
+            running=sched.running,
+            admitted=len(self._streams),
+            batch_size_histogram=sched.batch_size_histogram,
+            scheduler={
+                "added": sched.added,
+                "finished": sched.finished,
+                "cancelled": sched.cancelled,
+                "expired": sched.expired,
+            },
+            cache=self.synthesizer.embedding_cache.stats(),
+            fallback_steps=0 if self._executor is None else self._executor.fallback_steps,
+        )
+        return out

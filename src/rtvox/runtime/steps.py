@@ -1,0 +1,138 @@
+"""The executor-side data of a request and the batched chunk step, shared by `Synthesizer.stream` and the service.
+
+A request is prepared once (frontend → phoneme ids, condition vector, per-chunk frame targets), then each chunk
+runs through one batched step: acoustic encode + decode for every chunk of the batch in one call each (rows padded
+to the longest, per-row masks), then the vocoder over overlapping mel windows (`streaming.vocode_batched`), so a
+batched row's audio equals that chunk run alone. Owns no queues; the scheduler decides which chunks run together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from rtvox.constants import HOP_LENGTH
+from rtvox.engines import Engine
+from rtvox.runtime.streaming import DEFAULT_BATCH_WINDOW_FRAMES, DEFAULT_MAX_ROWS, vocode_batched
+from rtvox.runtime.types import AudioChunk, SynthesisRequest
+
+# Rough speaking rate used to bound a request's audio length before the model has run (limits only): a Mandarin
+# syllable is ~2 phonemes in ~0.2 s, English ~12 phonemes per second; 0.12 s errs long, so limits err strict.
+SECONDS_PER_PHONEME_ESTIMATE = 0.12
+
+
+@dataclass(frozen=True)
+class PreparedChunk:
+    """One chunk ready for the acoustic model."""
+
+    text: str  # normalized text the chunk speaks
+    phonemes: tuple[str, ...]  # its phonemes, boundary tokens included
+    ids: tuple[int, ...]  # vocabulary ids of `phonemes`
+    target_frames: int  # exact frame count for the chunk (0 = the model's natural length)
+
+
+@dataclass(frozen=True)
+class PreparedRequest:
+    """A request after the frontend and conditioning: everything the chunk steps need, nothing mutable."""
+
+    request: SynthesisRequest  # the settings as given (speed, pitch and energy scales are read per step)
+    normalized: str  # the whole normalized text
+    chunks: tuple[PreparedChunk, ...]  # in stream order, at least one
+    cond: torch.Tensor  # [1, C] speaker ⊕ α·emotion, on the preparing synthesizer's device
+
+    @property
+    def phoneme_count(self) -> int:
+        return sum(len(c.ids) for c in self.chunks)
+
+    def estimated_seconds(self) -> float:
+        """Audio length for limit checks: exact with a target duration, else a deliberately long estimate."""
+        if self.request.duration is not None:
+            return self.request.duration
+        return self.phoneme_count * SECONDS_PER_PHONEME_ESTIMATE / self.request.speed
+
+
+@dataclass(frozen=True)
+class ChunkJob:
+    """One chunk of one prepared request to run in a batched step."""
+
+    prepared: PreparedRequest
+    index: int  # position of the chunk in prepared.chunks
+
+
+def encode_inputs(
+    rows: Sequence[tuple[Sequence[int], torch.Tensor, SynthesisRequest, int]], device: torch.device
+) -> tuple[torch.Tensor, ...]:
+    """(ids, cond[1, C], request, target frames) per row -> the 7 inputs of acoustic_encode, padded to the longest.
+
+    phonemes Long[B, N] (0 = pad id), mask Bool[B, N], cond [B, C], speed [B], target Long[B], pitch [B], energy [B].
+    """
+    n = max(len(r[0]) for r in rows)
+    phonemes = torch.zeros(len(rows), n, dtype=torch.long)
+    mask = torch.zeros(len(rows), n, dtype=torch.bool)
+    for row, (ids, *_rest) in enumerate(rows):
+        phonemes[row, : len(ids)] = torch.tensor(list(ids), dtype=torch.long)
+        mask[row, : len(ids)] = True
+    cond = torch.cat([r[1].to(device) for r in rows])
+    speed = torch.tensor([r[2].speed for r in rows], dtype=torch.float32)
+    target = torch.tensor([r[3] for r in rows], dtype=torch.long)
+    pitch = torch.tensor([r[2].pitch_scale for r in rows], dtype=torch.float32)
+    energy = torch.tensor([r[2].energy_scale for r in rows], dtype=torch.float32)
+    return tuple(t.to(device) for t in (phonemes, mask, cond, speed, target, pitch, energy))
+
+
+def natural_frames(
+    engines: Mapping[str, Engine], chunks: Sequence[Sequence[int]], cond: torch.Tensor, request: SynthesisRequest
+) -> list[int]:
+    """Each chunk's frame count with no target, from one batched acoustic_encode call."""
+    device = cond.device
+    inputs = encode_inputs([(ids, cond, request, 0) for ids in chunks], device)
+    _, durations = engines["acoustic_encode"](*inputs)[:2]
+    return [int(d) for d in durations.sum(1).tolist()]
+
+
+def run_chunk_step(
+    engines: Mapping[str, Engine],
+    jobs: Sequence[ChunkJob],
+    device: torch.device,
+    *,
+    context_frames: int,
+    window_frames: int = DEFAULT_BATCH_WINDOW_FRAMES,
+    max_rows: int = DEFAULT_MAX_ROWS,
+) -> list[AudioChunk]:
+    """Run one chunk of each job through the engines as one batch; one AudioChunk per job, in order.
+
+    Pure with respect to the jobs (nothing is mutated), so a failed step can be re-run elsewhere as it is.
+    """
+    if not jobs:
+        return []
+    rows = []
+    for job in jobs:
+        chunk = job.prepared.chunks[job.index]
+        rows.append((chunk.ids, job.prepared.cond, job.prepared.request, chunk.target_frames))
+    hidden, durations = engines["acoustic_encode"](*encode_inputs(rows, device))[:2]
+    (mel,) = engines["acoustic_decode"](hidden, durations)  # [B, 80, T_max], silence past each row's end
+    lengths = durations.sum(1).tolist()
+    mels = [mel[row, :, : int(t)] for row, t in enumerate(lengths)]
+    audio = vocode_batched(
+        engines["vocoder"], mels, context_frames=context_frames, window_frames=window_frames, max_rows=max_rows
+    )
+    out = []
+    for row, job in enumerate(jobs):
+        chunk = job.prepared.chunks[job.index]
+        n = len(chunk.ids)
+        wav = audio[row]
+        assert wav.shape[0] == int(lengths[row]) * HOP_LENGTH
+        out.append(
+            AudioChunk(
+                index=job.index,
+                audio=np.ascontiguousarray(wav, dtype=np.float32),
+                text=chunk.text,
+                is_last=job.index == len(job.prepared.chunks) - 1,
+                phonemes=chunk.phonemes,
+                durations=tuple(int(d) for d in durations[row, :n].tolist()),
+            )
+        )
+    return out

@@ -1,0 +1,309 @@
+"""TTSService end to end on a tiny random model: equivalence with the Synthesizer, batching, limits, deadlines,
+cancellation, fault injection with the CPU fallback. No timing assertions: blocking engines make order explicit."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import pytest
+import torch
+
+from rtvox.engines import Engine
+from rtvox.errors import TextError
+from rtvox.runtime import Synthesizer
+from rtvox.runtime.sched_types import DeadlineExceededError, EngineFailedError, QueueFullError
+from rtvox.runtime.service import ServiceConfig, TTSService
+from rtvox.runtime.types import SynthesisRequest
+
+T = TypeVar("T")
+
+TEXTS = [
+    "你好，欢迎使用 rtvox。This is a quick demo of mixed Chinese and English speech, with several chunks of text.",
+    "Hi.",
+    "今天天气很好，我们去公园散步吧。然后回家吃饭，晚上看一本书。",
+    "The quick brown fox jumps over the lazy dog, again and again, until the sun goes down.",
+    "Good morning.",
+    "一二三四五六七八九十。",
+]
+NO_FALLBACK = ServiceConfig(fallback_device=None)
+
+
+def run(main: Callable[[], Awaitable[T]]) -> T:
+    return asyncio.run(main())  # type: ignore[arg-type]
+
+
+def close(got: np.ndarray, want: np.ndarray) -> None:
+    assert got.shape == want.shape
+    assert float(np.max(np.abs(got - want))) <= 1e-4 * max(float(np.max(np.abs(want))), 1e-6)
+
+
+class GatedEngine:
+    """Wraps an engine; blocks every call until `gate` is set (lets a test hold a batch in flight)."""
+
+    def __init__(self, inner: Engine) -> None:
+        self.inner, self.gate, self.entered = inner, threading.Event(), threading.Event()
+        self.module, self.backend, self.device, self.dtype = inner.module, inner.backend, inner.device, inner.dtype
+
+    def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        self.entered.set()
+        assert self.gate.wait(30), "test gate never opened"
+        return self.inner(*inputs)
+
+
+class FlakyEngine:
+    """Wraps an engine; raises a (fake) CUDA out-of-memory error on the listed call numbers (1-based)."""
+
+    def __init__(self, inner: Engine, fail_on: set[int] | None = None) -> None:
+        self.inner, self.fail_on, self.calls = inner, fail_on, 0
+        self.module, self.backend, self.device, self.dtype = inner.module, inner.backend, inner.device, inner.dtype
+
+    def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        self.calls += 1
+        if self.fail_on is None or self.calls in self.fail_on:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (injected)")
+        return self.inner(*inputs)
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_model: Path) -> Synthesizer:
+    return Synthesizer(tiny_model, device="cpu")
+
+
+def new_synth(tiny_model: Path) -> Synthesizer:
+    return Synthesizer(tiny_model, device="cpu")
+
+
+async def wait_until(cond: Callable[[], bool], what: str) -> None:
+    for _ in range(3000):
+        if cond():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_concurrent_streams_equal_the_synthesizer(tiny_model: Path, reference: Synthesizer) -> None:
+    settings: list[dict[str, Any]] = [
+        {"voice": "anna"},
+        {"voice": "ben", "speed": 1.4},
+        {"emotion": "sad", "pitch_scale": 1.3},
+        {"duration": 2.5},
+        {"energy_scale": 0.5},
+        {"emotion": "happy", "emotion_alpha": 0.5},
+    ]
+
+    async def main() -> None:
+        service = TTSService(new_synth(tiny_model), NO_FALLBACK)
+        await service.start()
+        assert service.ready
+        requests = [SynthesisRequest(text=t, **s) for t, s in zip(TEXTS, settings, strict=True)]
+        results = await asyncio.gather(*(service.synthesize(r) for r in requests))
+        for text, setting, result in zip(TEXTS, settings, results, strict=True):
+            want = reference.synthesize(text, **setting)
+            assert [c.index for c in result.chunks] == list(range(len(want.chunks)))
+            assert result.chunks[-1].is_last and not any(c.is_last for c in result.chunks[:-1])
+            for got_chunk, want_chunk in zip(result.chunks, want.chunks, strict=True):
+                assert got_chunk.durations == want_chunk.durations
+            close(result.audio, want.audio)
+        stats = service.stats()
+        assert stats["requests"]["ok"] == len(TEXTS) and stats["ttfa"]["count"] == len(TEXTS)
+        assert sum(n * k for n, k in stats["batch_size_histogram"].items()) == sum(len(r.chunks) for r in results)
+        assert service.health()["admitted"] == 0
+        await service.stop()
+        await service.stop()  # idempotent
+        assert not service.ready and service.health()["status"] == "stopped"
+
+    run(main)
+
+
+def test_chunks_of_many_requests_share_a_batch_up_to_max_batch(tiny_model: Path, reference: Synthesizer) -> None:
+    short = ["Hi.", "Yes.", "No.", "Good.", "Okay.", "Fine."]
+    counts = {len(reference.prepare(SynthesisRequest(text=t)).chunks[0].ids) for t in short}
+    assert max(counts) <= 16  # one length bucket, one chunk each
+
+    async def main() -> None:
+        # A wait far longer than the test: only a full batch can be released, so batches of 3 prove batching.
+        service = TTSService(
+            new_synth(tiny_model), ServiceConfig(max_batch=3, max_wait_ms=60_000, fallback_device=None)
+        )
+        await service.start()
+        results = await asyncio.gather(*(service.synthesize(SynthesisRequest(text=t)) for t in short))
+        assert service.stats()["batch_size_histogram"] == {3: 2}
+        for text, result in zip(short, results, strict=True):
+            close(result.audio, reference.synthesize(text).audio)
+        await service.stop()
+
+    run(main)
+
+
+def test_limits_are_refused_with_a_clear_error(tiny_model: Path) -> None:
+    async def main() -> None:
+        config = ServiceConfig(max_chars=50, max_phonemes=40, max_realtime_audio_s=2.0, fallback_device=None)
+        service = TTSService(new_synth(tiny_model), config)
+        await service.start()
+        with pytest.raises(TextError, match="over this server's limit of 50"):
+            service.stream(SynthesisRequest(text="x" * 51))
+        with pytest.raises(TextError, match="phonemes, over this server's limit of 40"):
+            await service.synthesize(SynthesisRequest(text=TEXTS[3][:50]))
+        with pytest.raises(TextError, match="streaming limit of 2 s"):
+            await service.synthesize(SynthesisRequest(text="Hello there, how are you.", duration=3.0))
+        with pytest.raises(TextError, match="nothing to speak"):
+            await service.synthesize(SynthesisRequest(text="。。"))
+        assert (await service.synthesize(SynthesisRequest(text="Hi."))).seconds > 0
+        assert service.stats()["requests"]["invalid"] == 4 and service.health()["admitted"] == 0
+        await service.stop()
+
+    run(main)
+
+
+def test_deadline_cancels_cleanly_while_a_batch_is_stuck(tiny_model: Path, reference: Synthesizer) -> None:
+    async def main() -> None:
+        synth = new_synth(tiny_model)
+        service = TTSService(synth, NO_FALLBACK)
+        await service.start()
+        gated = GatedEngine(synth.engines["vocoder"])
+        synth.engines["vocoder"] = gated
+        with pytest.raises(DeadlineExceededError, match=r"deadline of 0\.3 s"):
+            await service.synthesize(SynthesisRequest(text=TEXTS[0]), deadline_s=0.3)
+        assert gated.entered.is_set()  # it expired while its batch was in the engine
+        health = service.health()
+        assert health["admitted"] == 0 and health["queue_depth"] == 0 and health["running"] == 0
+        gated.gate.set()  # the stuck batch finishes; its result is dropped, the service goes on
+        result = await service.synthesize(SynthesisRequest(text="Hi."))
+        close(result.audio, reference.synthesize("Hi.").audio)
+        assert service.stats()["requests"]["expired"] == 1 and service.stats()["scheduler"]["expired"] == 0
+        await service.stop()
+
+    run(main)
+
+
+def test_closing_a_stream_early_frees_its_slot_at_once(tiny_model: Path) -> None:
+    async def main() -> None:
+        synth = new_synth(tiny_model)
+        service = TTSService(synth, NO_FALLBACK)
+        await service.start()
+        stream = service.stream(SynthesisRequest(text=TEXTS[0]))
+        first = await anext(stream)  # type: ignore[call-overload]
+        assert first.index == 0 and not first.is_last
+        assert service.health()["admitted"] == 1
+        await stream.aclose()  # type: ignore[attr-defined]
+        health = service.health()
+        assert health["admitted"] == 0 and health["running"] == 0
+        # a consumer task cancelled mid-stream (client disconnect) is cleaned up the same way
+        gated = GatedEngine(synth.engines["vocoder"])
+        synth.engines["vocoder"] = gated
+
+        async def consume() -> None:
+            async for _ in service.stream(SynthesisRequest(text=TEXTS[2])):
+                pass
+
+        task = asyncio.create_task(consume())
+        await wait_until(gated.entered.is_set, "the batch to reach the engine")
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert service.health()["admitted"] == 0 and service.health()["running"] == 0
+        gated.gate.set()
+        assert (await service.synthesize(SynthesisRequest(text="Hi."))).seconds > 0
+        stats = service.stats()
+        assert stats["requests"]["cancelled"] == 2 and stats["scheduler"]["cancelled"] == 2
+        await service.stop()
+
+    run(main)
+
+
+def test_full_queue_refuses_with_a_retry_hint(tiny_model: Path) -> None:
+    async def main() -> None:
+        synth = new_synth(tiny_model)
+        service = TTSService(synth, ServiceConfig(max_queue=2, fallback_device=None))
+        await service.start()
+        gated = GatedEngine(synth.engines["vocoder"])
+        synth.engines["vocoder"] = gated
+        tasks = [asyncio.create_task(service.synthesize(SynthesisRequest(text=t))) for t in TEXTS[:2]]
+        await wait_until(lambda: service.health()["admitted"] == 2, "two admitted requests")
+        with pytest.raises(QueueFullError) as info:
+            service.stream(SynthesisRequest(text="Hi."))
+        assert info.value.retry_after_s >= 1 and "retry after" in str(info.value)
+        gated.gate.set()
+        assert all(r.seconds > 0 for r in await asyncio.gather(*tasks))
+        assert service.stats()["requests"] == {**service.stats()["requests"], "ok": 2, "rejected": 1}
+        await service.stop()
+
+    run(main)
+
+
+@pytest.mark.parametrize("module", ["vocoder", "acoustic_decode"])
+def test_engine_fault_mid_stream_reruns_on_fallback_with_correct_audio(
+    tiny_model: Path, reference: Synthesizer, module: str
+) -> None:
+    async def main() -> None:
+        primary = new_synth(tiny_model)
+        service = TTSService(primary, ServiceConfig(max_batch=4), fallback=new_synth(tiny_model))
+        await service.start()
+        # The 3rd call fails: some chunks of these requests were already delivered from the primary.
+        primary.engines[module] = FlakyEngine(primary.engines[module], fail_on={3})
+        texts = TEXTS * 2
+        results = await asyncio.gather(*(service.synthesize(SynthesisRequest(text=t)) for t in texts))
+        for text, result in zip(texts, results, strict=True):
+            close(result.audio, reference.synthesize(text).audio)  # nothing lost, nothing corrupted
+        stats, health = service.stats(), service.health()
+        assert stats["requests"]["ok"] == len(texts) and stats["fallback_steps"] >= 1
+        assert health["engines"]["primary"]["faults"] == 1
+        assert "OutOfMemoryError" in health["engines"]["primary"]["error"]
+        # rebuilt in the background (the flaky wrapper is gone), then healthy and serving again
+        await wait_until(lambda: service.health()["engines"]["primary"]["healthy"], "the primary rebuild")
+        assert service.health()["status"] == "ok" and service.health()["engines"]["primary"]["rebuilds"] == 1
+        steps = service.health()["engines"]["primary"]["steps"]
+        close((await service.synthesize(SynthesisRequest(text=TEXTS[1]))).audio, reference.synthesize(TEXTS[1]).audio)
+        assert service.health()["engines"]["primary"]["steps"] > steps
+        await service.stop()
+
+    run(main)
+
+
+def test_health_is_degraded_while_the_primary_is_broken(tiny_model: Path) -> None:
+    async def main() -> None:
+        primary = new_synth(tiny_model)
+        service = TTSService(primary, ServiceConfig(), fallback=new_synth(tiny_model))
+        await service.start()
+        primary.engines["vocoder"] = FlakyEngine(primary.engines["vocoder"])  # fails every call
+        gate = threading.Event()
+        real_build = primary.build_engines
+
+        def slow_rebuild() -> None:  # keep the primary broken until the test has looked at health()
+            assert gate.wait(30)
+            real_build()
+
+        primary.build_engines = slow_rebuild  # type: ignore[method-assign]
+        result = await service.synthesize(SynthesisRequest(text=TEXTS[0]))
+        assert result.seconds > 0
+        health = service.health()
+        assert health["status"] == "degraded" and not health["engines"]["primary"]["healthy"]
+        assert health["engines"]["fallback"]["healthy"] and service.ready
+        gate.set()
+        await wait_until(lambda: service.health()["status"] == "ok", "recovery")
+        await service.stop()
+
+    run(main)
+
+
+def test_without_fallback_every_request_ends_with_an_error_not_silence(tiny_model: Path) -> None:
+    async def main() -> None:
+        primary = new_synth(tiny_model)
+        service = TTSService(primary, NO_FALLBACK)
+        await service.start()
+        primary.engines["acoustic_encode"] = FlakyEngine(primary.engines["acoustic_encode"])
+        primary.build_engines = lambda: (_ for _ in ()).throw(RuntimeError("GPU gone"))  # type: ignore[method-assign]
+        outcomes = await asyncio.gather(
+            *(service.synthesize(SynthesisRequest(text=t)) for t in TEXTS), return_exceptions=True
+        )
+        assert all(isinstance(o, EngineFailedError) for o in outcomes), outcomes
+        stats = service.stats()
+        assert stats["requests"]["failed"] == len(TEXTS) and service.health()["admitted"] == 0
+        assert service.health()["status"] == "degraded"
+        await service.stop()
+
+    run(main)

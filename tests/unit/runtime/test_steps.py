@@ -1,0 +1,140 @@
+"""Batched chunk steps: windows, batched == unbatched per row, chunk audio == one-shot vocoding, durations."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from rtvox.constants import FRAMES_PER_SECOND, HOP_LENGTH, N_MELS
+from rtvox.models.vocoder import HiFiGAN, VocoderConfig
+from rtvox.models.vocos import Vocos, VocosConfig
+from rtvox.runtime import Synthesizer
+from rtvox.runtime.steps import ChunkJob
+from rtvox.runtime.streaming import context_frames_for, plan_windows, vocode_batched
+from rtvox.runtime.types import SynthesisRequest
+
+from .conftest import assert_audio_close
+
+TEXTS = [
+    "你好，欢迎使用 rtvox。This is a quick demo of mixed Chinese and English speech.",
+    "Hi.",
+    "今天天气很好，我们去公园散步吧。然后回家吃饭。",
+    "The quick brown fox jumps over the lazy dog, again and again, until the sun goes down.",
+]
+
+
+def _loud_hifigan(seed: int = 0) -> HiFiGAN:
+    # Rescaled init so output is O(0.1-1) and rounding-level differences stay meaningful.
+    torch.manual_seed(seed)
+    model = HiFiGAN(VocoderConfig.preset("tiny")).eval()
+    for m in model.modules():
+        if isinstance(m, nn.Conv1d | nn.ConvTranspose1d):
+            fan_in = m.weight.shape[1 if isinstance(m, nn.Conv1d) else 0] * m.weight.shape[2]
+            nn.init.normal_(m.weight, 0.0, 1.0 / fan_in**0.5)
+    return model
+
+
+@pytest.mark.parametrize("n_frames", [1, 7, 31, 32, 33, 64, 65, 200, 513])
+@pytest.mark.parametrize("context", [0, 16])
+def test_windows_cover_every_frame_once_with_full_context_where_padded(n_frames: int, context: int) -> None:
+    windows = plan_windows(3, n_frames, 64, context)
+    assert windows[0].new_start == 0 and windows[-1].new_stop == n_frames
+    for a, b in itertools.pairwise(windows):
+        assert a.new_stop == b.new_start
+    for w in windows:
+        assert w.source == 3 and w.new_stop - w.new_start <= max(64, 2 * context)
+        assert w.exact_left == (w.new_start - w.start < context)
+        assert w.exact_right == (w.stop - w.new_stop < context)
+        if w.exact_left:
+            assert w.start == 0  # short context only where the mel itself starts
+        if w.exact_right:
+            assert w.stop == n_frames
+    if n_frames >= 2 * context > 0:
+        assert not any(w.exact_left and w.exact_right for w in windows)  # never needs an exact-length row
+
+
+@pytest.mark.parametrize("family", ["hifigan", "vocos"])
+def test_vocode_batched_equals_one_shot_per_mel(family: str) -> None:
+    torch.manual_seed(1)
+    vocoder: nn.Module = _loud_hifigan() if family == "hifigan" else Vocos(VocosConfig.preset("tiny")).eval()
+    context = context_frames_for(vocoder)
+    lengths = [1, 5, 2 * context - 1, 2 * context, 70, 301, 5, 130]
+    mels = [torch.randn(N_MELS, n) for n in lengths]
+    # max_rows=3 splits groups across calls; window_frames=64 makes several windows per long mel
+    got = vocode_batched(vocoder, mels, context_frames=context, window_frames=64, max_rows=3)
+    for mel, audio in zip(mels, got, strict=True):
+        with torch.inference_mode():
+            want = vocoder(mel[None])[0].numpy()
+        assert audio.shape == (mel.shape[-1] * HOP_LENGTH,)
+        assert_audio_close(audio, want, rel=1e-5)
+
+
+def _jobs(synth: Synthesizer) -> list[ChunkJob]:
+    requests = [
+        SynthesisRequest(text=TEXTS[0], voice="anna"),
+        SynthesisRequest(text=TEXTS[1], voice="ben", speed=1.5),
+        SynthesisRequest(text=TEXTS[2], emotion="happy", pitch_scale=1.4, energy_scale=0.7),
+        SynthesisRequest(text=TEXTS[3], duration=2.0),
+    ]
+    prepared = [synth.prepare(r) for r in requests]
+    return [ChunkJob(p, i) for p in prepared for i in range(len(p.chunks))]
+
+
+def test_batched_step_equals_unbatched_per_row(rsynth: Synthesizer) -> None:
+    jobs = _jobs(rsynth)
+    lengths = {len(j.prepared.chunks[j.index].ids) for j in jobs}
+    assert len(jobs) >= 6 and len(lengths) >= 4  # rows of really different lengths share the batch
+    batched = rsynth.run_step(jobs)
+    for job, out in zip(jobs, batched, strict=True):
+        (alone,) = rsynth.run_step([job])
+        assert out.durations == alone.durations and out.index == job.index and out.is_last == alone.is_last
+        assert_audio_close(out.audio, alone.audio)
+    assert any(len(set(o.durations)) > 1 for o in batched)  # durations really vary within rows
+
+
+def test_chunk_audio_equals_one_shot_vocoding_of_its_mel(rsynth: Synthesizer) -> None:
+    prepared = rsynth.prepare(SynthesisRequest(text=TEXTS[3]))
+    for index, chunk in enumerate(rsynth.run_step([ChunkJob(prepared, i) for i in range(len(prepared.chunks))])):
+        ids = torch.tensor([prepared.chunks[index].ids])
+        mask = torch.ones_like(ids, dtype=torch.bool)
+        one = torch.ones(1)
+        with torch.inference_mode():
+            acoustic = rsynth.bundle.acoustic
+            hidden, durations = acoustic.encode(
+                ids, mask, prepared.cond, one, torch.zeros(1, dtype=torch.long), one, one
+            )
+            want = rsynth.bundle.vocoder(acoustic.decode(hidden, durations))[0].numpy()
+        assert chunk.durations == tuple(durations[0].tolist())
+        assert len(chunk.audio) == sum(chunk.durations) * HOP_LENGTH
+        assert_audio_close(chunk.audio, want)
+
+
+def test_stream_concatenation_equals_synthesize(rsynth: Synthesizer) -> None:
+    streamed = np.concatenate([c.audio for c in rsynth.stream(TEXTS[0], voice="ben")])
+    whole = rsynth.synthesize(TEXTS[0], voice="ben").audio
+    np.testing.assert_array_equal(streamed, whole)
+
+
+def test_target_duration_is_exact_and_shared_over_chunks(rsynth: Synthesizer) -> None:
+    prepared = rsynth.prepare(SynthesisRequest(text=TEXTS[0], duration=3.3))
+    assert len(prepared.chunks) >= 2
+    assert sum(c.target_frames for c in prepared.chunks) == round(3.3 * FRAMES_PER_SECOND)
+    result = rsynth.synthesize(TEXTS[0], duration=3.3)
+    assert len(result.audio) == round(3.3 * FRAMES_PER_SECOND) * HOP_LENGTH
+
+
+def test_emotion_reference_embedding_is_cached_by_content(rsynth: Synthesizer) -> None:
+    clip = (0.3 * np.sin(np.arange(24_000 * 3) / 9)).astype(np.float32)
+    first = rsynth.embed_emotion(clip)
+    misses = rsynth.embedding_cache.stats()["local"]["misses"]
+    second = rsynth.embed_emotion(clip.copy())
+    stats = rsynth.embedding_cache.stats()["local"]
+    assert stats["misses"] == misses and stats["hits"] >= 1  # the second call was a hit
+    np.testing.assert_array_equal(first, second)
+    assert rsynth.emotion_cache_ns.startswith("emotion:")
+    other = rsynth.embed_emotion(clip * 0.5)
+    assert rsynth.embedding_cache.stats()["local"]["misses"] == misses + 1 and other.shape == first.shape
