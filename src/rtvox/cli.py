@@ -220,5 +220,60 @@ def demo(
     _run(body)
 
 
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(envvar="RTVOX_HOST", help="Interface to bind (0.0.0.0: all)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(envvar="RTVOX_PORT", help="TCP port")] = 8000,
+    model: Annotated[str | None, typer.Option(envvar="RTVOX_MODEL", help="Model directory or shipped name")] = None,
+    device: Annotated[str, typer.Option(envvar="RTVOX_DEVICE", help="auto, cpu or cuda")] = "auto",
+    backend: Annotated[str, typer.Option(envvar="RTVOX_BACKEND", help="Engine backend")] = "eager",
+    api_key: Annotated[
+        list[str] | None, typer.Option(help="Accepted Bearer key (repeatable; env RTVOX_API_KEYS, comma separated)")
+    ] = None,
+    cors_origin: Annotated[
+        list[str] | None, typer.Option(help="Origin allowed by CORS (repeatable, '*' for any; env RTVOX_CORS_ORIGINS)")
+    ] = None,
+    redis_url: Annotated[
+        str | None, typer.Option(envvar="RTVOX_REDIS_URL", help="Redis for shared embeddings and cloned voices")
+    ] = None,
+    max_upload_mb: Annotated[float, typer.Option(envvar="RTVOX_MAX_UPLOAD_MB", help="Largest reference clip")] = 10.0,
+    max_queue: Annotated[int, typer.Option(envvar="RTVOX_MAX_QUEUE", help="Live requests before 429")] = 256,
+    max_batch: Annotated[int, typer.Option(envvar="RTVOX_MAX_BATCH", help="Chunks per batched engine call")] = 16,
+    max_wait_ms: Annotated[float, typer.Option(envvar="RTVOX_MAX_WAIT_MS", help="Batch wait")] = 10.0,
+    deadline_s: Annotated[float, typer.Option(envvar="RTVOX_DEADLINE_S", help="Per-request budget, 0: none")] = 60.0,
+    log_level: Annotated[str, typer.Option(envvar="RTVOX_LOG_LEVEL")] = "info",
+) -> None:
+    """Run the HTTP service: OpenAI-compatible speech API, voice cloning, /v1/tts, metrics, web page at /."""
+
+    def body() -> None:
+        import os
+
+        from rtvox.server.config import MIB, ServerConfig, split_list
+        from rtvox.server.serve import serve as run_server
+
+        try:
+            config = ServerConfig(
+                host=host,
+                port=port,
+                model=model,
+                device=device,
+                backend=backend,
+                api_keys=tuple(api_key or ()) or split_list(os.environ.get("RTVOX_API_KEYS")),
+                cors_origins=tuple(cors_origin or ()) or split_list(os.environ.get("RTVOX_CORS_ORIGINS")),
+                redis_url=redis_url or None,
+                max_upload_bytes=int(max_upload_mb * MIB),
+                max_queue=max_queue,
+                max_batch=max_batch,
+                max_wait_ms=max_wait_ms,
+                deadline_s=deadline_s or None,
+                log_level=log_level.lower(),
+            )
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        run_server(config)
+
+    _run(body)
+
+
 def main() -> None:
     app()

@@ -1,0 +1,106 @@
+"""The FastAPI app: wires the routes, errors, safety, metrics and the web page around a SpeechService.
+
+`create_app(service, config)` does not own the service's model: the caller builds it (serve.py from flags, tests
+from a tiny random model). The app starts and stops the service with its own lifespan.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from rtvox.server import routes_native, routes_openai, routes_voices
+from rtvox.server.config import ServerConfig
+from rtvox.server.errors import APIError, error_response, install_error_handlers
+from rtvox.server.metrics import CONTENT_TYPE, Metrics, MetricsMiddleware
+from rtvox.server.protocol import SpeechService
+from rtvox.server.safety import ApiKeyCheck, BodyLimitMiddleware
+from rtvox.server.state import ServerState, get_state
+from rtvox.server.voices import VoiceRegistry
+
+log = logging.getLogger("rtvox.server")
+STATIC_DIR = Path(__file__).parent / "static"
+
+
+def create_app(service: SpeechService, config: ServerConfig | None = None) -> FastAPI:
+    """An app serving `service`; its lifespan starts the service (which warms its engines) and stops it."""
+    config = config or ServerConfig()
+    synth = service.synthesizer
+    metrics = Metrics(service.stats, synth.embedding_cache.stats)
+    state = ServerState(
+        service=service,
+        config=config,
+        voices=VoiceRegistry(synth, redis_url=config.redis_url),
+        metrics=metrics,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await service.start()
+        state.started = True
+        try:
+            yield
+        finally:
+            state.started = False
+            await state.voices.close()
+            await service.stop()
+
+    app = FastAPI(
+        title="rtvox",
+        version="0.1.0",
+        summary="Expressive zh/en text-to-speech: OpenAI-compatible speech API, voice cloning, native controls",
+        lifespan=lifespan,
+    )
+    app.state.rtvox = state
+    install_error_handlers(app)
+    auth = [Depends(ApiKeyCheck(config.api_keys))]
+    app.include_router(routes_openai.router, dependencies=auth)
+    app.include_router(routes_voices.router, dependencies=auth)
+    app.include_router(routes_native.router, dependencies=auth)
+    _add_operator_routes(app)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    # Outermost first: metrics see every response (413s and CORS preflights included).
+    app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
+    if config.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(config.cors_origins),
+            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+            allow_headers=["Authorization", "Content-Type"],
+            max_age=600,
+        )
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    return app
+
+
+def _add_operator_routes(app: FastAPI) -> None:
+    @app.get("/", include_in_schema=False)
+    async def index() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+
+    @app.get("/health", summary="Liveness: the process answers")
+    async def health(request: Request) -> dict[str, Any]:
+        state = get_state(request)
+        return {"status": "ok", "service": state.service.health()}
+
+    @app.get("/ready", summary="Readiness: engines loaded and warm", responses={503: {"description": "Not ready"}})
+    async def ready(request: Request) -> JSONResponse:
+        state = get_state(request)
+        if state.started and state.service.ready:
+            return JSONResponse({"ready": True, "model": state.model_id})
+        return error_response(
+            APIError(503, "not ready: the engines are still loading or warming up", type="server_error",
+                     code="not_ready", headers={"Retry-After": "1"})
+        )  # fmt: skip
+
+    @app.get("/metrics", summary="Prometheus metrics", response_class=Response)
+    async def metrics(request: Request) -> Response:
+        return Response(get_state(request).metrics.exposition(), media_type=CONTENT_TYPE)

@@ -1,0 +1,74 @@
+"""Server settings: one frozen dataclass, filled from `rtvox serve` flags or RTVOX_* environment variables."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from rtvox.constants import MAX_INPUT_CHARS
+
+MIB = 1024 * 1024
+DEFAULT_PORT = 8000
+# A 30 s reference clip is ~2.9 MB as 24 kHz 16-bit wav, ~1.4 MB at 16 kHz; 10 MiB leaves room for 48 kHz
+# stereo wav while keeping a hostile upload cheap to refuse.
+DEFAULT_MAX_UPLOAD_BYTES = 10 * MIB
+# JSON bodies carry at most two base64 clips (speaker and emotion reference) plus text.
+JSON_BODY_OVERHEAD_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """How one rtvox HTTP server runs: where it listens, what it loads, and the limits it enforces."""
+
+    host: str = "127.0.0.1"  # interface to bind; 0.0.0.0 to serve other machines
+    port: int = DEFAULT_PORT
+    model: str | None = None  # model directory or shipped model name; None → the shipped default
+    device: str = "auto"  # auto, cpu, cuda or cuda:N
+    backend: str = "eager"  # engine backend name (rtvox.engines registry)
+    api_keys: tuple[str, ...] = ()  # accepted Bearer tokens; empty → no authentication
+    cors_origins: tuple[str, ...] = ()  # origins allowed by CORS; empty → no CORS headers; "*" → any
+    redis_url: str | None = None  # shared embedding cache and cloned-voice table; None → local only
+    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES  # largest reference clip accepted, encoded bytes
+    max_input_chars: int = MAX_INPUT_CHARS  # longest `input`/`text`, as OpenAI's limit
+    max_queue: int = 256  # live requests in the runtime before new ones get 429
+    max_batch: int = 16  # chunks per batched engine call
+    max_wait_ms: float = 10.0  # how long a partial batch waits for company
+    deadline_s: float | None = 60.0  # per-request time budget; None → no deadline
+    voices_dir: str | None = None  # where clones are kept; None → $RTVOX_VOICES_DIR or the user data dir
+    log_level: str = "info"
+    model_aliases: tuple[str, ...] = field(
+        default=("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "gpt-4o-mini-tts-2025-12-15")
+    )  # OpenAI model names accepted as synonyms of the loaded model
+
+    def __post_init__(self) -> None:
+        if not 0 < self.port < 65536:
+            raise ValueError(f"port must be 1-65535, got {self.port}")
+        if self.max_upload_bytes < 1024:
+            raise ValueError(f"max_upload_bytes must be at least 1024, got {self.max_upload_bytes}")
+        if not 1 <= self.max_input_chars <= MAX_INPUT_CHARS:
+            raise ValueError(f"max_input_chars must be 1-{MAX_INPUT_CHARS}, got {self.max_input_chars}")
+        if self.max_queue < 1 or self.max_batch < 1:
+            raise ValueError("max_queue and max_batch must be at least 1")
+        if not math.isfinite(self.max_wait_ms) or self.max_wait_ms < 0:
+            raise ValueError(f"max_wait_ms must be a finite number ≥ 0, got {self.max_wait_ms}")
+        if self.deadline_s is not None and not self.deadline_s > 0:
+            raise ValueError(f"deadline_s must be > 0 (or unset for none), got {self.deadline_s}")
+        if any(not key.strip() for key in self.api_keys):
+            raise ValueError("api_keys must not contain empty keys")
+
+    @property
+    def max_json_bytes(self) -> int:
+        """Largest JSON body: two base64 clips (4/3 of their bytes) and the text."""
+        return 2 * (self.max_upload_bytes * 4 // 3 + 4) + JSON_BODY_OVERHEAD_BYTES
+
+    @property
+    def max_body_bytes(self) -> int:
+        """Largest request body of any kind (multipart uploads and JSON alike)."""
+        return max(self.max_json_bytes, self.max_upload_bytes + JSON_BODY_OVERHEAD_BYTES)
+
+
+def split_list(value: str | None) -> tuple[str, ...]:
+    """'a, b,,c' → ('a', 'b', 'c'): how list-valued flags and environment variables are written."""
+    if not value:
+        return ()
+    return tuple(part.strip() for part in value.split(",") if part.strip())

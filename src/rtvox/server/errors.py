@@ -1,0 +1,146 @@
+"""Every error leaves the server as OpenAI-style JSON: {"error": {"message", "type", "param", "code"}}.
+
+Anything the client got wrong is a 4xx with a message that says how to fix it; a 5xx means a server fault
+(or an overloaded or broken deployment), never bad input.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from rtvox.errors import AudioInputError, InputError, RtvoxError, VoiceNotFoundError
+from rtvox.runtime.sched_types import QueueFullError
+
+log = logging.getLogger("rtvox.server")
+
+INVALID_REQUEST = "invalid_request_error"
+AUTHENTICATION = "authentication_error"
+RATE_LIMIT = "rate_limit_error"
+SERVER_ERROR = "server_error"
+
+# Default (type, code) of plain HTTP errors raised by the framework (unknown path, wrong method, ...).
+_HTTP_CODES: dict[int, tuple[str, str]] = {
+    401: (AUTHENTICATION, "invalid_api_key"),
+    404: (INVALID_REQUEST, "not_found"),
+    405: (INVALID_REQUEST, "method_not_allowed"),
+    413: (INVALID_REQUEST, "request_too_large"),
+    415: (INVALID_REQUEST, "unsupported_media_type"),
+    429: (RATE_LIMIT, "rate_limit_exceeded"),
+    503: (SERVER_ERROR, "service_unavailable"),
+}
+
+
+class APIError(Exception):
+    """An error response the server chose on purpose: status, OpenAI-style body and optional headers."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str = INVALID_REQUEST,
+        param: str | None = None,
+        code: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type
+        self.param = param
+        self.code = code
+        self.headers = dict(headers or {})
+
+
+def error_body(message: str, type: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+def error_response(exc: APIError) -> JSONResponse:
+    return JSONResponse(error_body(exc.message, exc.type, exc.param, exc.code), exc.status, headers=exc.headers)
+
+
+def to_api_error(exc: BaseException) -> APIError:
+    """The response an exception from the runtime or the framework stands for."""
+    if isinstance(exc, APIError):
+        return exc
+    if isinstance(exc, VoiceNotFoundError):
+        return APIError(404, str(exc), param=exc.param or "voice", code="voice_not_found")
+    if isinstance(exc, AudioInputError):
+        return APIError(400, str(exc), param=exc.param, code="invalid_audio")
+    if isinstance(exc, InputError):
+        return APIError(400, str(exc), param=exc.param, code="invalid_value")
+    if isinstance(exc, QueueFullError):
+        retry = str(max(1, int(exc.retry_after_s)))
+        return APIError(429, str(exc), type=RATE_LIMIT, code="queue_full", headers={"Retry-After": retry})
+    if _is_deadline_error(exc):
+        return APIError(504, f"{exc}; try shorter text or retry later", type=SERVER_ERROR, code="deadline_exceeded")
+    if isinstance(exc, RtvoxError):
+        log.error("runtime error: %s", exc)
+        return APIError(503, f"the speech service cannot serve this now: {exc}", type=SERVER_ERROR, code="unavailable")
+    log.exception("unhandled error", exc_info=exc)
+    return APIError(500, "internal server error; the server log has the details", type=SERVER_ERROR, code="internal")
+
+
+def _is_deadline_error(exc: BaseException) -> bool:
+    try:
+        from rtvox.runtime.sched_types import DeadlineExceededError  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return isinstance(exc, TimeoutError)
+    return isinstance(exc, DeadlineExceededError | TimeoutError)
+
+
+def _validation_param(loc: Sequence[Any]) -> str | None:
+    # loc is ("body", "speed") or ("body", "voice", "str") (the last one a union member's tag, not a field):
+    # the top-level field is what the client can act on.
+    if len(loc) >= 2 and loc[0] in ("body", "query", "path", "header", "form", "cookie"):
+        return str(loc[1])
+    return None
+
+
+def validation_error(exc: RequestValidationError) -> APIError:
+    errors = list(exc.errors())
+    if not errors:
+        return APIError(400, "the request is invalid", code="invalid_request")
+    first = errors[0]
+    param = _validation_param(first.get("loc", ()))
+    kind = str(first.get("type", "invalid"))
+    if kind == "json_invalid":
+        return APIError(400, "the body is not valid JSON; send a JSON object", code="invalid_json")
+    where = f"'{param}'" if param else "the body"
+    message = f"{where}: {first.get('msg', 'invalid value')}"
+    if kind == "missing":
+        message = f"{where} is required"
+    if len(errors) > 1:
+        message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return APIError(400, message, param=param, code="missing" if kind == "missing" else "invalid_value")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    async def on_api_error(_: Request, exc: Exception) -> JSONResponse:
+        return error_response(to_api_error(exc))
+
+    async def on_validation(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return error_response(validation_error(exc))
+
+    async def on_http(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        type_, code = _HTTP_CODES.get(
+            exc.status_code, (INVALID_REQUEST if exc.status_code < 500 else SERVER_ERROR, None)
+        )
+        headers = dict(exc.headers or {})
+        return error_response(APIError(exc.status_code, str(exc.detail), type=type_, code=code, headers=headers))
+
+    app.add_exception_handler(APIError, on_api_error)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(StarletteHTTPException, on_http)
+    app.add_exception_handler(RtvoxError, on_api_error)
+    app.add_exception_handler(Exception, on_api_error)

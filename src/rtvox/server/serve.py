@@ -1,0 +1,45 @@
+"""`rtvox serve`: load the model, build the runtime service, and run the app under uvicorn."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from rtvox.server.config import ServerConfig
+
+log = logging.getLogger("rtvox.server")
+
+
+def build_service(config: ServerConfig) -> Any:
+    """The real TTSService for `config`: a Synthesizer on the chosen device, with a CPU fallback on GPUs."""
+    from pathlib import Path
+
+    from rtvox.runtime.service import ServiceConfig, TTSService
+    from rtvox.runtime.synthesizer import Synthesizer
+
+    voices_dir = Path(config.voices_dir) if config.voices_dir else None
+    synth = Synthesizer(config.model, device=config.device, backend=config.backend, voices_dir=voices_dir)
+    service_config = ServiceConfig(
+        max_batch=config.max_batch,
+        max_wait_ms=config.max_wait_ms,
+        max_queue=config.max_queue,
+        max_chars=config.max_input_chars,
+        default_deadline_s=config.deadline_s,
+        # A CPU primary has nothing to fall back to; a GPU one falls back to the same weights on the CPU.
+        fallback_device=None if synth.device.type == "cpu" else "cpu",
+        redis_url=config.redis_url,
+    )
+    return TTSService(synth, service_config)
+
+
+def serve(config: ServerConfig) -> None:
+    """Run until interrupted. Blocks."""
+    import uvicorn
+
+    from rtvox.server.app import create_app
+
+    logging.basicConfig(level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    service = build_service(config)
+    app = create_app(service, config)
+    log.info("rtvox serving model %s on http://%s:%d", service.synthesizer.model_dir, config.host, config.port)
+    uvicorn.run(app, host=config.host, port=config.port, log_level=config.log_level, access_log=False)

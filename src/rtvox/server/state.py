@@ -1,0 +1,88 @@
+"""What every route needs, held once per app: the service, voices, metrics, limits and a private frontend."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from fastapi import Request
+
+from rtvox.constants import SPEED_MAX, SPEED_MIN
+from rtvox.server.config import ServerConfig
+from rtvox.server.errors import APIError
+from rtvox.server.metrics import Metrics
+from rtvox.server.protocol import SpeechService
+from rtvox.server.schemas import API_SPEED_MAX, API_SPEED_MIN
+from rtvox.server.stretch import SpeedPlan, plan_speed
+from rtvox.server.voices import VoiceRegistry
+from rtvox.text import Frontend, FrontendResult
+
+
+@dataclass
+class ServerState:
+    """Owns the per-app objects; the service itself is owned by whoever built the app (serve.py or a test)."""
+
+    service: SpeechService
+    config: ServerConfig
+    voices: VoiceRegistry
+    metrics: Metrics
+    started: bool = False  # the lifespan has started the service and not yet stopped it
+    _frontend_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @cached_property
+    def model_id(self) -> str:
+        return self.service.synthesizer.model_dir.name
+
+    @cached_property
+    def _frontend(self) -> Frontend:
+        # The runtime's frontend belongs to its executor thread; timestamps use their own, same lexicon.
+        return Frontend(lexicon=self.service.synthesizer.frontend.lexicon)
+
+    def model_ids(self) -> tuple[str, ...]:
+        return (self.model_id, *self.config.model_aliases)
+
+    def check_model(self, model: str) -> None:
+        if model not in self.model_ids():
+            raise APIError(
+                400,
+                f"unknown model {model!r}; use one of: {', '.join(self.model_ids())} (GET /v1/models)",
+                param="model",
+                code="model_not_found",
+            )
+
+    async def frontend(self, text: str) -> FrontendResult:
+        async with self._frontend_lock:
+            return await asyncio.to_thread(self._frontend.process, text)
+
+    def decode_clip(self, data: str, param: str) -> bytes:
+        """Bytes of a base64 clip in a JSON body, checked against the upload limit."""
+        limit = self.config.max_upload_bytes
+        if len(data) > limit * 4 // 3 + 4:
+            raise APIError(413, f"'{param}' is over the {limit}-byte clip limit; send a shorter clip", param=param)
+        try:
+            clip = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raise APIError(400, f"'{param}' is not valid base64; encode the audio file's bytes", param=param) from None
+        if not clip:
+            raise APIError(400, f"'{param}' is empty; send a 3–30 s audio file", param=param)
+        return clip
+
+
+def plan_request_speed(speed: float, pace: float, *, exact_duration: bool) -> SpeedPlan:
+    """The requested speed times the instructions' pace, kept in the API's range; model rate + stretch."""
+    wanted = min(max(speed * pace, API_SPEED_MIN), API_SPEED_MAX)
+    assert math.isfinite(wanted)
+    if exact_duration:
+        # An exact duration is the model's job; a stretch afterwards would change the length again.
+        return SpeedPlan(model_speed=min(max(wanted, SPEED_MIN), SPEED_MAX), stretch=1.0)
+    return plan_speed(wanted)
+
+
+def get_state(request: Request) -> ServerState:
+    state = request.app.state.rtvox
+    assert isinstance(state, ServerState)
+    return state

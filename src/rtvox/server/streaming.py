@@ -1,0 +1,175 @@
+"""From a runtime chunk stream to HTTP bodies: raw audio bytes, SSE events, or one JSON document.
+
+The first chunk is awaited before the response starts, so every error the runtime raises for a bad request
+(unknown voice, nothing speakable, busy queue) still becomes a JSON 4xx/429. After that, bytes leave as each
+chunk is made; the runtime request is cancelled if the client goes away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rtvox.audio.encode import StreamEncoder
+from rtvox.constants import FRAMES_PER_SECOND, SAMPLE_RATE
+from rtvox.runtime.types import AudioChunk, SynthesisRequest
+from rtvox.server.metrics import Metrics
+from rtvox.server.protocol import SpeechService
+from rtvox.server.stretch import time_stretch
+from rtvox.server.timestamps import Timeline
+
+log = logging.getLogger("rtvox.server")
+# Formats encoded by FFmpeg or libsndfile cost enough per chunk to run off the event loop; wav/pcm do not.
+_INLINE_FORMATS = ("wav", "pcm")
+
+
+@dataclass
+class ChunkStream:
+    """One request's audio chunks, the first already received; stretched to the requested speed."""
+
+    endpoint: str  # metrics label
+    started: float  # perf_counter at request start
+    stretch: float  # playback-rate factor applied to each chunk (1.0 = none)
+    metrics: Metrics
+    _first: AudioChunk | None
+    _rest: AsyncIterator[AudioChunk]
+    audio_seconds: float = field(default=0.0)
+
+    @classmethod
+    async def open(
+        cls,
+        service: SpeechService,
+        request: SynthesisRequest,
+        *,
+        endpoint: str,
+        started: float,
+        stretch: float,
+        metrics: Metrics,
+        deadline_s: float | None,
+    ) -> ChunkStream:
+        iterator = service.stream(request, deadline_s=deadline_s)
+        try:
+            first: AudioChunk | None = await anext(iterator)
+        except StopAsyncIteration:
+            first = None
+        except BaseException:
+            await _close(iterator)
+            raise
+        metrics.ttfa.labels(endpoint).observe(time.perf_counter() - started)
+        return cls(endpoint, started, stretch, metrics, first, iterator)
+
+    async def chunks(self) -> AsyncIterator[tuple[AudioChunk, np.ndarray]]:
+        """(runtime chunk, audio to send) pairs; closing this generator cancels the runtime request."""
+        try:
+            if self._first is not None:
+                yield self._first, self._audio(self._first)
+            async for chunk in self._rest:
+                yield chunk, self._audio(chunk)
+            self.metrics.synthesis_seconds.labels(self.endpoint).observe(time.perf_counter() - self.started)
+            self.metrics.audio_seconds.labels(self.endpoint).inc(self.audio_seconds)
+        finally:
+            await _close(self._rest)
+
+    def _audio(self, chunk: AudioChunk) -> np.ndarray:
+        audio = chunk.audio if self.stretch == 1.0 else time_stretch(chunk.audio, self.stretch)
+        self.audio_seconds += len(audio) / SAMPLE_RATE
+        return audio
+
+    async def aclose(self) -> None:
+        await _close(self._rest)
+
+
+async def _close(iterator: AsyncIterator[AudioChunk]) -> None:
+    close = getattr(iterator, "aclose", None)
+    if close is not None:
+        try:
+            await close()
+        except Exception as exc:  # cancellation clean-up must never mask the error that caused it
+            log.warning("closing a runtime stream failed: %s", exc)
+
+
+class Encoder:
+    """A StreamEncoder that moves the costly codecs off the event loop."""
+
+    def __init__(self, fmt: str) -> None:
+        self._encoder = StreamEncoder(fmt, SAMPLE_RATE)
+        self._inline = fmt in _INLINE_FORMATS
+
+    async def encode(self, audio: np.ndarray) -> bytes:
+        if self._inline:
+            return self._encoder.encode(audio)
+        return await asyncio.to_thread(self._encoder.encode, audio)
+
+    async def flush(self) -> bytes:
+        if self._inline:
+            return self._encoder.flush()
+        return await asyncio.to_thread(self._encoder.flush)
+
+
+async def audio_body(stream: ChunkStream, fmt: str) -> AsyncIterator[bytes]:
+    """Raw file bytes, chunk by chunk; the concatenation is one valid file."""
+    encoder = Encoder(fmt)
+    async for _, audio in stream.chunks():
+        data = await encoder.encode(audio)
+        if data:
+            yield data
+    tail = await encoder.flush()
+    if tail:
+        yield tail
+
+
+def sse_event(payload: dict[str, object]) -> bytes:
+    return b"data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+
+
+async def openai_sse_body(stream: ChunkStream, fmt: str, input_chars: int) -> AsyncIterator[bytes]:
+    """OpenAI's speech events: `speech.audio.delta` with base64 audio, then `speech.audio.done` with usage."""
+    encoder = Encoder(fmt)
+    async for _, audio in stream.chunks():
+        data = await encoder.encode(audio)
+        if data:
+            yield sse_event({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()})
+    tail = await encoder.flush()
+    if tail:
+        yield sse_event({"type": "speech.audio.delta", "audio": base64.b64encode(tail).decode()})
+    frames = round(stream.audio_seconds * FRAMES_PER_SECOND)
+    usage = {"input_tokens": input_chars, "output_tokens": frames, "total_tokens": input_chars + frames}
+    yield sse_event({"type": "speech.audio.done", "usage": usage})
+
+
+async def native_sse_body(stream: ChunkStream, fmt: str, timeline: Timeline | None) -> AsyncIterator[bytes]:
+    """Native events: each delta carries its audio and, when asked, the words and phonemes it speaks."""
+    encoder = Encoder(fmt)
+    async for chunk, audio in stream.chunks():
+        data = await encoder.encode(audio)
+        event: dict[str, object] = {"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()}
+        event["index"] = chunk.index
+        event["text"] = chunk.text
+        if timeline is not None:
+            words, phonemes = timeline.add(chunk, len(audio))
+            event["words"] = [w.model_dump() for w in words]
+            event["phonemes"] = [p.model_dump() for p in phonemes]
+        yield sse_event(event)
+    tail = await encoder.flush()
+    if tail:
+        yield sse_event({"type": "speech.audio.delta", "audio": base64.b64encode(tail).decode()})
+    yield sse_event({"type": "speech.audio.done", "duration": round(stream.audio_seconds, 6)})
+
+
+async def collect(stream: ChunkStream, fmt: str, on_chunk: Callable[[AudioChunk, int], object] | None) -> bytes:
+    """The whole file at once (stream_format=json); `on_chunk(chunk, samples_sent)` sees each chunk."""
+    encoder = Encoder(fmt)
+    parts = []
+    async for chunk, audio in stream.chunks():
+        if on_chunk is not None:
+            on_chunk(chunk, len(audio))
+        parts.append(await encoder.encode(audio))
+    parts.append(await encoder.flush())
+    return b"".join(parts)

@@ -1,0 +1,206 @@
+"""Voices as the API sees them: built-ins, OpenAI's voice names mapped onto built-ins, and clones.
+
+Clones are kept by the runtime's VoiceStore (one atomically written file each, so they survive restarts). With a
+Redis URL the clone table is also shared: a clone made on one server is found by the others on first use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rtvox.errors import AudioInputError, InputError, VoiceNotFoundError
+from rtvox.runtime.synthesizer import Synthesizer
+from rtvox.runtime.types import Voice
+from rtvox.runtime.voices import CLONE_SUFFIX, validate_voice_name
+from rtvox.server.schemas import VoiceObject
+
+log = logging.getLogger("rtvox.server")
+
+# OpenAI's voice names with the gender they sound as; "neutral" ones may map to any built-in.
+OPENAI_VOICES: tuple[tuple[str, str], ...] = (
+    ("alloy", "neutral"), ("ash", "male"), ("ballad", "male"), ("coral", "female"), ("echo", "male"),
+    ("fable", "neutral"), ("onyx", "male"), ("nova", "female"), ("sage", "female"), ("shimmer", "female"),
+    ("verse", "male"), ("marin", "female"), ("cedar", "male"),
+)  # fmt: skip
+CLONE_ID_PREFIX = "voice_"
+REDIS_VOICES_KEY = "rtvox:voices"
+REDIS_TIMEOUT_S = 0.5
+
+
+def map_openai_voices(builtins: list[Voice]) -> dict[str, str]:
+    """OpenAI voice name → built-in name: the same gender where the model has one, spread round-robin."""
+    assert builtins, "a model always has at least one built-in voice"
+    by_gender: dict[str, list[str]] = {}
+    for voice in builtins:
+        by_gender.setdefault(voice.gender, []).append(voice.name)
+    everyone = [v.name for v in builtins]
+    used: dict[str, int] = {}
+    mapping = {}
+    for name, gender in OPENAI_VOICES:
+        pool = by_gender.get(gender) or everyone
+        k = used.get(gender, 0)
+        used[gender] = k + 1
+        mapping[name] = pool[k % len(pool)]
+    return mapping
+
+
+def new_clone_id() -> str:
+    return CLONE_ID_PREFIX + secrets.token_hex(8)
+
+
+class VoiceRegistry:
+    """Owns voice resolution for requests and the clone life cycle (embed → store → share).
+
+    Embedding runs on one worker thread so uploads never block the event loop or each other's model state.
+    """
+
+    def __init__(self, synthesizer: Synthesizer, *, redis_url: str | None = None) -> None:
+        self.synth = synthesizer
+        self.store = synthesizer.voices
+        self.aliases = map_openai_voices([v for v in self.store.list() if v.builtin])
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rtvox-voices")
+        self._redis: Any = None
+        if redis_url:
+            import redis.asyncio as aioredis
+
+            self._redis = aioredis.from_url(
+                redis_url, socket_timeout=REDIS_TIMEOUT_S, socket_connect_timeout=REDIS_TIMEOUT_S
+            )
+
+    async def close(self) -> None:
+        self._worker.shutdown(wait=False, cancel_futures=True)
+        if self._redis is not None:
+            await self._redis.aclose()
+
+    # ------------------------------------------------------------------ lookups
+    async def resolve(self, requested: str | None) -> str:
+        """The store name to synthesize with: a built-in, an OpenAI alias's built-in, or a (shared) clone."""
+        if requested is None:
+            return self.synth.default_voice
+        name = requested.strip()
+        if name.lower() in self.aliases and not self._known(name):
+            return self.aliases[name.lower()]
+        validate_voice_name(name)
+        if self._known(name):
+            return name
+        if await self._fetch_shared(name):
+            return name
+        builtins = ", ".join(self.store.builtin_names)
+        raise VoiceNotFoundError(
+            f"unknown voice {name!r}; use a built-in ({builtins}), an OpenAI voice name "
+            f"({', '.join(self.aliases)}) or a voice id from GET /v1/audio/voices",
+            param="voice",
+        )
+
+    def _known(self, name: str) -> bool:
+        try:
+            self.store.get(name)
+        except VoiceNotFoundError:
+            return False
+        return True
+
+    async def list(self) -> list[VoiceObject]:
+        await self._sync_shared()
+        return [self.describe(v) for v in self.store.list()]
+
+    def describe(self, voice: Voice) -> VoiceObject:
+        return VoiceObject(
+            id=voice.name,
+            name=voice.description if not voice.builtin and voice.description else voice.name,
+            type="builtin" if voice.builtin else "audio_sample",
+            created_at=self._created_at(voice),
+            gender=voice.gender,
+            language=voice.language,
+            description="" if not voice.builtin else voice.description,
+        )
+
+    def _created_at(self, voice: Voice) -> int:
+        path = self.synth.model_dir if voice.builtin else self.store.clones_dir / f"{voice.name}{CLONE_SUFFIX}"
+        try:
+            return int(Path(path).stat().st_mtime)
+        except OSError:
+            return 0
+
+    # ------------------------------------------------------------------ clones
+    async def embed(self, clip: bytes, *, param: str) -> np.ndarray:
+        """GE2E embedding of an uploaded clip (decoded, checked for 3–30 s of speech, cached by its hash);
+        a bad clip raises AudioInputError naming the request field `param`."""
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._worker, self.synth.embed_speaker, clip)
+        except AudioInputError as exc:
+            raise AudioInputError(str(exc), param=param) from None
+
+    async def clone(self, label: str, clip: bytes) -> VoiceObject:
+        embedding = await self.embed(clip, param="audio_sample")
+        voice = Voice(name=new_clone_id(), embedding=embedding, description=label, builtin=False)
+        stored = self.store.add(voice)
+        await self._share(stored)
+        return self.describe(stored)
+
+    async def delete(self, voice_id: str) -> None:
+        validate_voice_name(voice_id)
+        if voice_id in self.store.builtin_names:
+            raise InputError(f"{voice_id!r} is a built-in voice and cannot be deleted", param="voice_id")
+        shared = await self._redis_call("hdel", REDIS_VOICES_KEY, voice_id)
+        if self._known(voice_id):
+            self.store.remove(voice_id)
+        elif not shared:
+            raise VoiceNotFoundError(f"no cloned voice with id {voice_id!r}", param="voice_id")
+
+    # ------------------------------------------------------------------ Redis sharing
+    async def _redis_call(self, method: str, *args: Any) -> Any:
+        if self._redis is None:
+            return None
+        try:
+            return await getattr(self._redis, method)(*args)
+        except Exception as exc:  # redis raises many types (connection, timeout, protocol): all mean "carry on"
+            log.warning("redis voice table unavailable (%s: %s); using local voices only", type(exc).__name__, exc)
+            return None
+
+    async def _share(self, voice: Voice) -> None:
+        payload = {
+            "name": voice.name,
+            "embedding": [float(x) for x in voice.embedding],
+            "description": voice.description,
+            "gender": voice.gender,
+            "language": voice.language,
+        }
+        await self._redis_call("hset", REDIS_VOICES_KEY, voice.name, json.dumps(payload))
+
+    async def _fetch_shared(self, name: str) -> bool:
+        blob = await self._redis_call("hget", REDIS_VOICES_KEY, name)
+        return blob is not None and self._adopt(blob)
+
+    async def _sync_shared(self) -> None:
+        table = await self._redis_call("hgetall", REDIS_VOICES_KEY)
+        for key, blob in (table or {}).items():
+            name = key.decode() if isinstance(key, bytes) else str(key)
+            if not self._known(name):
+                self._adopt(blob)
+
+    def _adopt(self, blob: bytes | str) -> bool:
+        """Store a clone found in Redis locally; a malformed entry is skipped with a warning."""
+        try:
+            data = json.loads(blob)
+            voice = Voice(
+                name=validate_voice_name(data["name"]),
+                embedding=np.asarray(data["embedding"], dtype=np.float32),
+                description=str(data.get("description", "")),
+                gender=str(data.get("gender", "unknown")),
+                language=str(data.get("language", "")),
+                builtin=False,
+            )
+            self.store.add(voice)
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("skipping a malformed shared voice entry: %s", exc)
+            return False
+        return True

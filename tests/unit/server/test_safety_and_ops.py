@@ -1,0 +1,95 @@
+"""API keys, body limits, CORS, health/ready/metrics and the static page."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from .conftest import FakeService, make_client
+from .test_speech_api import assert_openai_error, speech
+
+
+def test_api_keys(fake_service: FakeService) -> None:
+    with make_client(fake_service, api_keys=("k1", "k2")) as client:
+        missing = speech(client)
+        assert assert_openai_error(missing, 401)["type"] == "authentication_error"
+        assert missing.headers["www-authenticate"] == "Bearer"  # type: ignore[attr-defined]
+        bad = client.post(
+            "/v1/audio/speech",
+            json={"model": "tts-1", "input": "hi", "voice": "alloy"},
+            headers={"Authorization": "Bearer nope"},
+        )
+        assert_openai_error(bad, 401)
+        for key in ("k1", "k2"):
+            good = client.post(
+                "/v1/audio/speech",
+                json={"model": "tts-1", "input": "hi", "voice": "alloy", "response_format": "pcm"},
+                headers={"Authorization": f"Bearer {key}"},
+            )
+            assert good.status_code == 200
+        assert_openai_error(client.get("/v1/audio/voices"), 401)
+        assert_openai_error(client.get("/v1/models"), 401)
+        # Operator and page routes stay open: probes and the page itself carry no key.
+        for path in ("/health", "/ready", "/metrics", "/", "/static/app.js"):
+            assert client.get(path).status_code == 200, path
+
+
+def test_body_limit_by_header_and_by_stream(fake_service: FakeService) -> None:
+    with make_client(fake_service, max_upload_bytes=2048) as client:
+        limit = client.app.state.rtvox.config.max_body_bytes  # type: ignore[attr-defined]
+        big = b'{"text": "' + b"a" * (limit + 10) + b'"}'
+        assert_openai_error(client.post("/v1/tts", content=big, headers={"content-type": "application/json"}), 413)
+
+        def chunks() -> object:
+            yield big[: len(big) // 2]
+            yield big[len(big) // 2 :]
+
+        streamed = client.post("/v1/tts", content=chunks(), headers={"content-type": "application/json"})
+        assert_openai_error(streamed, 413)
+
+
+def test_cors(fake_service: FakeService) -> None:
+    with make_client(fake_service, cors_origins=("https://app.example",)) as client:
+        preflight = client.options(
+            "/v1/audio/speech",
+            headers={"Origin": "https://app.example", "Access-Control-Request-Method": "POST"},
+        )
+        assert preflight.status_code == 200
+        assert preflight.headers["access-control-allow-origin"] == "https://app.example"
+        other = client.get("/health", headers={"Origin": "https://evil.example"})
+        assert "access-control-allow-origin" not in other.headers
+    with make_client(fake_service) as client:
+        assert "access-control-allow-origin" not in client.get("/health", headers={"Origin": "https://a.b"}).headers
+
+
+def test_health_ready_metrics(client: TestClient) -> None:
+    assert client.get("/health").json()["status"] == "ok"
+    assert client.get("/ready").json()["ready"] is True
+    speech(client)
+    speech(client, voice="nobody")
+    text = client.get("/metrics").text
+    assert 'rtvox_http_requests_total{method="POST",route="/v1/audio/speech",status="200"} 1.0' in text
+    assert 'rtvox_http_requests_total{method="POST",route="/v1/audio/speech",status="404"} 1.0' in text
+    for name in (
+        "rtvox_time_to_first_audio_seconds_bucket",
+        "rtvox_synthesis_duration_seconds_bucket",
+        "rtvox_queue_depth",
+        "rtvox_batch_size_bucket",
+        "rtvox_embedding_cache_hit_ratio",
+        'rtvox_device_memory_bytes{device="cpu",kind="rss"}',
+    ):
+        assert name in text, name
+
+
+def test_not_ready_before_start(fake_service: FakeService) -> None:
+    client = make_client(fake_service)  # no `with`: the lifespan has not run, the service is not started
+    response = client.get("/ready")
+    assert_openai_error(response, 503)
+    assert response.headers["retry-after"] == "1"
+
+
+def test_page_and_schema(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200 and "<canvas" in page.text and "/static/app.js" in page.text
+    assert 'src="http' not in page.text and 'href="http' not in page.text  # no CDN: everything is served here
+    schema = client.get("/openapi.json").json()
+    assert {"/v1/audio/speech", "/v1/tts", "/v1/audio/voices", "/v1/models"} <= set(schema["paths"])

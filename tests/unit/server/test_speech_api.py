@@ -1,0 +1,234 @@
+"""POST /v1/audio/speech and /v1/tts through the app (fake service over a tiny random model)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from rtvox.audio import decode_audio
+from rtvox.constants import HOP_LENGTH, SAMPLE_RATE
+from rtvox.server.stretch import time_stretch
+
+from .conftest import FakeService
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+TEXT = "Hello world, 你好。"
+
+
+def speech(client: TestClient, **fields: object) -> object:
+    body = {"model": "tts-1", "input": TEXT, "voice": "alloy"} | fields
+    return client.post("/v1/audio/speech", json=body)
+
+
+def assert_openai_error(response: object, status: int, param: str | None = None) -> dict[str, object]:
+    assert response.status_code == status, response.text  # type: ignore[attr-defined]
+    error = response.json()["error"]  # type: ignore[attr-defined]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert error["message"]
+    if param is not None:
+        assert error["param"] == param
+    return error
+
+
+@pytest.mark.parametrize("fmt", ["wav", "mp3", "flac", "opus", "aac"])
+def test_formats_decode(client: TestClient, fmt: str) -> None:
+    response = speech(client, response_format=fmt)
+    assert response.status_code == 200, response.text
+    wav, sr = decode_audio(response.content)
+    assert sr in (SAMPLE_RATE, 48_000)
+    assert len(wav) > 0
+
+
+def test_pcm_is_raw_24k_s16le_of_the_model_length(client: TestClient, fake_service: FakeService) -> None:
+    response = speech(client, response_format="pcm")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "audio/pcm"
+    expected = fake_service.synthesizer.synthesize(TEXT, voice="anna").audio
+    assert len(response.content) == 2 * len(expected)
+    pcm = np.frombuffer(response.content, "<i2").astype(np.float32) / 32767
+    np.testing.assert_allclose(pcm, np.clip(expected, -1, 1), atol=2 / 32767)
+
+
+def test_wav_header(client: TestClient) -> None:
+    data = speech(client, response_format="wav").content
+    assert data[:4] == b"RIFF" and data[8:12] == b"WAVE"
+    assert int.from_bytes(data[24:28], "little") == SAMPLE_RATE
+
+
+@pytest.mark.parametrize("speed", [0.25, 0.5, 2.0, 4.0])
+def test_speed_range_maps_to_model_speed_and_stretch(
+    client: TestClient, fake_service: FakeService, speed: float
+) -> None:
+    response = speech(client, response_format="pcm", speed=speed)
+    assert response.status_code == 200
+    model_speed = min(max(speed, 0.5), 2.0)
+    assert fake_service.requests[-1].speed == pytest.approx(model_speed)
+    chunks = list(fake_service.synthesizer.stream(TEXT, voice="anna", speed=model_speed))
+    expected = sum(len(time_stretch(c.audio, speed / model_speed)) for c in chunks)
+    assert len(response.content) == 2 * expected
+
+
+def test_sse_events(client: TestClient) -> None:
+    response = speech(client, response_format="pcm", stream_format="sse")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
+    assert events[-1]["type"] == "speech.audio.done"
+    assert set(events[-1]["usage"]) == {"input_tokens", "output_tokens", "total_tokens"}
+    deltas = [e for e in events[:-1]]
+    assert deltas and all(e["type"] == "speech.audio.delta" for e in deltas)
+    audio = b"".join(base64.b64decode(e["audio"]) for e in deltas)
+    assert len(audio) == len(speech(client, response_format="pcm").content)
+
+
+def test_voice_names_aliases_and_objects(client: TestClient, fake_service: FakeService) -> None:
+    assert speech(client, voice="ben").status_code == 200
+    assert fake_service.requests[-1].voice == "ben"
+    for name in ("alloy", "ash", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse", "ballad"):
+        assert speech(client, voice=name, response_format="pcm").status_code == 200
+        assert fake_service.requests[-1].voice in ("anna", "ben")
+    assert speech(client, voice={"id": "ben"}).status_code == 200
+    assert_openai_error(speech(client, voice={"id": "voice_doesnotexist"}), 404, "voice")
+
+
+def test_instructions_set_emotion(client: TestClient, fake_service: FakeService) -> None:
+    assert speech(client, instructions="say it very angrily").status_code == 200
+    request = fake_service.requests[-1]
+    assert request.emotion == "angry" and request.emotion_alpha == pytest.approx(1.5)
+    assert speech(client, instructions="用开心的语气").status_code == 200
+    assert fake_service.requests[-1].emotion == "happy"
+    assert speech(client, instructions="read it like a news anchor").status_code == 200
+    assert fake_service.requests[-1].emotion is None
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"speed": 4.5}, "speed"),
+        ({"speed": 0.1}, "speed"),
+        ({"response_format": "ogg"}, "response_format"),
+        ({"stream_format": "chunked"}, "stream_format"),
+        ({"input": "x" * 4097}, "input"),
+        ({"input": ""}, "input"),
+        ({"voice": 42}, "voice"),
+        ({"model": "whisper-1"}, "model"),
+        ({"voice": "../../etc/passwd"}, "voice"),
+        ({"input": "。。。！"}, "input"),
+    ],
+)
+def test_bad_requests_are_4xx_with_openai_errors(client: TestClient, fields: dict[str, object], param: str) -> None:
+    response = speech(client, **fields)
+    assert 400 <= response.status_code < 500
+    assert_openai_error(response, response.status_code, param)
+
+
+def test_missing_fields_and_bad_json(client: TestClient) -> None:
+    assert_openai_error(client.post("/v1/audio/speech", json={"model": "tts-1", "voice": "alloy"}), 400, "input")
+    response = client.post("/v1/audio/speech", content=b"{not json", headers={"content-type": "application/json"})
+    assert_openai_error(response, 400)
+    response = client.post("/v1/audio/speech", content=b"[1, 2]", headers={"content-type": "application/json"})
+    assert_openai_error(response, 400)
+    response = client.post("/v1/audio/speech", content=b"input=hi", headers={"content-type": "text/plain"})
+    assert_openai_error(response, 415)
+    assert_openai_error(client.get("/v1/audio/speech"), 405)
+    assert_openai_error(client.get("/v1/nothing-here"), 404)
+
+
+def test_queue_full_is_429_with_retry_after(fake_service: FakeService) -> None:
+    from .conftest import make_client
+
+    fake_service.max_queue = 0
+    with make_client(fake_service) as client:
+        response = speech(client)
+    error = assert_openai_error(response, 429)
+    assert error["code"] == "queue_full"
+    assert int(response.headers["retry-after"]) >= 1
+
+
+def test_models(client: TestClient) -> None:
+    body = client.get("/v1/models").json()
+    ids = [m["id"] for m in body["data"]]
+    assert body["object"] == "list" and "tts-1" in ids and "tiny" in ids
+    assert speech(client, model="tiny").status_code == 200
+
+
+# ---------------------------------------------------------------------- native /v1/tts
+def tts(client: TestClient, **fields: object) -> object:
+    return client.post("/v1/tts", json={"text": TEXT} | fields)
+
+
+def test_tts_audio_stream_with_controls(client: TestClient, fake_service: FakeService) -> None:
+    response = tts(
+        client, voice="ben", emotion="sad", emotion_alpha=1.7, speed=1.3, pitch_scale=1.2, energy_scale=0.8, seed=7
+    )
+    assert response.status_code == 200
+    assert response.content[:4] == b"RIFF"
+    request = fake_service.requests[-1]
+    assert (request.voice, request.emotion, request.emotion_alpha, request.speed) == ("ben", "sad", 1.7, 1.3)
+    assert (request.pitch_scale, request.energy_scale, request.seed) == (1.2, 0.8, 7)
+
+
+def test_tts_exact_duration(client: TestClient) -> None:
+    response = tts(client, duration=1.5, response_format="pcm")
+    assert response.status_code == 200
+    frames = round(1.5 * SAMPLE_RATE / HOP_LENGTH)
+    assert len(response.content) == 2 * frames * HOP_LENGTH
+
+
+def test_tts_json_with_timestamps(client: TestClient) -> None:
+    response = tts(client, stream_format="json", timestamps=True, response_format="wav", speed=3.0)
+    assert response.status_code == 200
+    body = response.json()
+    wav, sr = decode_audio(base64.b64decode(body["audio"]))
+    assert sr == SAMPLE_RATE and body["duration"] == pytest.approx(len(wav) / sr, abs=1e-3)
+    assert [w["text"] for w in body["words"]] == ["Hello", "world", "你好"]
+    assert body["phonemes"][-1]["end"] == pytest.approx(body["duration"], abs=1e-3)
+    assert all(w["start"] <= w["end"] for w in body["words"])
+
+
+def test_tts_sse_with_timestamps(client: TestClient) -> None:
+    response = tts(client, stream_format="sse", timestamps=True, response_format="pcm")
+    events = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
+    assert events[-1]["type"] == "speech.audio.done"
+    words = [w["text"] for e in events if e["type"] == "speech.audio.delta" for w in e.get("words", [])]
+    assert words == ["Hello", "world", "你好"]
+
+
+def test_tts_references(client: TestClient, fake_service: FakeService) -> None:
+    clip = base64.b64encode((DATA / "speech_en_female_16k.wav").read_bytes()).decode()
+    response = tts(client, speaker_reference=clip, emotion_reference=clip, response_format="pcm")
+    assert response.status_code == 200, response.text
+    request = fake_service.requests[-1]
+    assert request.voice is None and request.speaker_embedding is not None and request.emotion_ref is not None
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"voice": "anna", "speaker_reference": "AAAA"}, "speaker_reference"),
+        ({"emotion": "happy", "emotion_reference": "AAAA"}, "emotion_reference"),
+        ({"timestamps": True}, "timestamps"),
+        ({"emotion": "bored"}, "emotion"),
+        ({"emotion_alpha": 2.5}, "emotion_alpha"),
+        ({"duration": 0.01}, "duration"),
+        ({"speaker_reference": "not base64!"}, "speaker_reference"),
+        ({"speaker_reference": base64.b64encode(b"RIFF junk").decode()}, "speaker_reference"),
+        ({"unknown_field": 1}, "unknown_field"),
+        ({"seed": -1}, "seed"),
+    ],
+)
+def test_tts_bad_requests(client: TestClient, fields: dict[str, object], param: str) -> None:
+    response = tts(client, **fields)
+    assert 400 <= response.status_code < 500
+    assert_openai_error(response, response.status_code, param)
+
+
+def test_tts_short_reference_clip_is_400(client: TestClient) -> None:
+    wav = (DATA / "speech_en_female_16k.wav").read_bytes()[: 44 + 16000 * 2]  # 1 s: under the 3 s minimum
+    response = tts(client, speaker_reference=base64.b64encode(wav).decode())
+    assert_openai_error(response, 400, "speaker_reference")

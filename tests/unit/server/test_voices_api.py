@@ -1,0 +1,81 @@
+"""Voice routes: list, clone from an upload, use, delete, persistence, hostile ids and uploads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from rtvox.runtime import Synthesizer
+from rtvox.server.voices import OPENAI_VOICES, map_openai_voices
+
+from .conftest import FakeService, make_client
+from .test_speech_api import assert_openai_error, speech
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+CLIP = (DATA / "speech_en_male_16k.wav").read_bytes()
+
+
+def upload(client: TestClient, name: str = "Ben's clone", clip: bytes = CLIP, media: str = "audio/wav") -> object:
+    return client.post("/v1/audio/voices", data={"name": name}, files={"audio_sample": ("clip.wav", clip, media)})
+
+
+def test_list_has_builtins_and_aliases(client: TestClient) -> None:
+    body = client.get("/v1/audio/voices").json()
+    assert {v["id"] for v in body["data"]} == {"anna", "ben"}
+    assert all(v["type"] == "builtin" for v in body["data"])
+    assert set(body["openai_aliases"]) == {name for name, _ in OPENAI_VOICES}
+
+
+def test_openai_names_follow_gender(fake_service: FakeService) -> None:
+    mapping = map_openai_voices(fake_service.synthesizer.voices.list())
+    assert mapping["onyx"] == "ben" and mapping["nova"] == "anna" and mapping["alloy"] in ("anna", "ben")
+
+
+def test_clone_use_delete_and_survive_restart(fake_service: FakeService, tiny_model: Path) -> None:
+    with make_client(fake_service) as client:
+        created = upload(client)
+        assert created.status_code == 200, created.text
+        voice = created.json()
+        assert voice["object"] == "audio.voice" and voice["type"] == "audio_sample" and voice["name"] == "Ben's clone"
+        assert voice["id"].startswith("voice_")
+        assert voice["id"] in {v["id"] for v in client.get("/v1/audio/voices").json()["data"]}
+        assert speech(client, voice={"id": voice["id"]}).status_code == 200
+        assert fake_service.requests[-1].voice == voice["id"]
+
+    # A new process (new Synthesizer, same voices dir) still has the clone.
+    restarted = FakeService(Synthesizer(tiny_model, device="cpu"))
+    with make_client(restarted) as client:
+        assert speech(client, voice=voice["id"]).status_code == 200
+        deleted = client.delete(f"/v1/audio/voices/{voice['id']}")
+        assert deleted.json() == {"id": voice["id"], "object": "audio.voice.deleted", "deleted": True}
+        assert_openai_error(client.delete(f"/v1/audio/voices/{voice['id']}"), 404)
+        assert_openai_error(speech(client, voice=voice["id"]), 404, "voice")
+
+
+@pytest.mark.parametrize("voice_id", ["..%2F..%2Fetc%2Fpasswd", "a.b", "%2E%2E", "x" * 65, "-leading"])
+def test_hostile_ids_never_reach_the_filesystem(client: TestClient, voice_id: str) -> None:
+    response = client.delete(f"/v1/audio/voices/{voice_id}")
+    assert response.status_code in (400, 404)
+    assert "error" in response.json()
+
+
+def test_builtin_cannot_be_deleted(client: TestClient) -> None:
+    assert_openai_error(client.delete("/v1/audio/voices/anna"), 400)
+
+
+def test_bad_uploads(client: TestClient) -> None:
+    assert_openai_error(upload(client, clip=b"not audio at all" * 100), 400, "audio_sample")
+    assert_openai_error(upload(client, clip=CLIP[: 44 + 16000]), 400, "audio_sample")  # 0.5 s
+    assert_openai_error(upload(client, media="text/plain"), 415, "audio_sample")
+    assert_openai_error(upload(client, name="   "), 400, "name")
+    assert_openai_error(upload(client, clip=b""), 400, "audio_sample")
+    missing = client.post("/v1/audio/voices", data={"name": "x"}, files={"other": ("a.wav", CLIP, "audio/wav")})
+    assert_openai_error(missing, 400, "audio_sample")
+    assert_openai_error(client.post("/v1/audio/voices", json={"name": "x"}), 415)
+
+
+def test_upload_size_limit(fake_service: FakeService) -> None:
+    with make_client(fake_service, max_upload_bytes=64 * 1024) as client:
+        assert_openai_error(upload(client, clip=CLIP), 413)
