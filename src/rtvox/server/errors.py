@@ -16,7 +16,12 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rtvox.errors import AudioInputError, InputError, RtvoxError, VoiceNotFoundError
-from rtvox.runtime.sched_types import QueueFullError
+from rtvox.runtime.sched_types import (
+    DeadlineExceededError,
+    EngineFailedError,
+    QueueFullError,
+    ServiceUnavailableError,
+)
 
 log = logging.getLogger("rtvox.server")
 
@@ -80,21 +85,18 @@ def to_api_error(exc: BaseException) -> APIError:
     if isinstance(exc, QueueFullError):
         retry = str(max(1, int(exc.retry_after_s)))
         return APIError(429, str(exc), type=RATE_LIMIT, code="queue_full", headers={"Retry-After": retry})
-    if _is_deadline_error(exc):
-        return APIError(504, f"{exc}; try shorter text or retry later", type=SERVER_ERROR, code="deadline_exceeded")
+    if isinstance(exc, DeadlineExceededError):
+        return APIError(504, str(exc), type=SERVER_ERROR, code="deadline_exceeded")
+    if isinstance(exc, ServiceUnavailableError):
+        return APIError(503, str(exc), type=SERVER_ERROR, code="unavailable", headers={"Retry-After": "1"})
+    if isinstance(exc, EngineFailedError):
+        log.error("engines failed: %s", exc)
+        return APIError(500, f"{exc}; retry shortly", type=SERVER_ERROR, code="engine_failed")
     if isinstance(exc, RtvoxError):
         log.error("runtime error: %s", exc)
         return APIError(503, f"the speech service cannot serve this now: {exc}", type=SERVER_ERROR, code="unavailable")
     log.exception("unhandled error", exc_info=exc)
     return APIError(500, "internal server error; the server log has the details", type=SERVER_ERROR, code="internal")
-
-
-def _is_deadline_error(exc: BaseException) -> bool:
-    try:
-        from rtvox.runtime.sched_types import DeadlineExceededError  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return isinstance(exc, TimeoutError)
-    return isinstance(exc, DeadlineExceededError | TimeoutError)
 
 
 def _validation_param(loc: Sequence[Any]) -> str | None:

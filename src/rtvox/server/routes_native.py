@@ -20,7 +20,7 @@ from rtvox.server.routes_openai import AUDIO_CONTENT, ERRORS
 from rtvox.server.safety import require_content_type
 from rtvox.server.schemas import TTSRequest, TTSResult
 from rtvox.server.state import ServerState, get_state, plan_request_speed
-from rtvox.server.streaming import ChunkStream, audio_body, collect, native_sse_body
+from rtvox.server.streaming import audio_body, collect, native_sse_body
 from rtvox.server.timestamps import Timeline
 
 router = APIRouter(prefix="/v1", tags=["native"])
@@ -46,15 +46,7 @@ async def tts(body: TTSRequest, request: Request) -> StreamingResponse | JSONRes
     _check_combinations(body)
     synthesis, stretch = await _build_request(body, state)
     timeline = Timeline(await state.frontend(body.text)) if body.timestamps else None
-    stream = await ChunkStream.open(
-        state.service,
-        synthesis,
-        endpoint="tts",
-        started=started,
-        stretch=stretch,
-        metrics=state.metrics,
-        deadline_s=state.config.deadline_s,
-    )
+    stream = await state.open_stream(synthesis, endpoint="tts", started=started, stretch=stretch, text_param="text")
     fmt = body.response_format
     if body.stream_format == "sse":
         return StreamingResponse(

@@ -14,7 +14,7 @@ from rtvox.server.instructions import parse_instructions
 from rtvox.server.safety import require_content_type
 from rtvox.server.schemas import ErrorBody, ModelList, ModelObject, SpeechRequest, VoiceRef
 from rtvox.server.state import get_state, plan_request_speed
-from rtvox.server.streaming import ChunkStream, audio_body, openai_sse_body
+from rtvox.server.streaming import audio_body, openai_sse_body
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 
@@ -54,14 +54,8 @@ async def create_speech(body: SpeechRequest, request: Request) -> StreamingRespo
         speed=plan.model_speed,
         max_chars=state.config.max_input_chars,
     )
-    stream = await ChunkStream.open(
-        state.service,
-        synthesis,
-        endpoint="speech",
-        started=started,
-        stretch=plan.stretch,
-        metrics=state.metrics,
-        deadline_s=state.config.deadline_s,
+    stream = await state.open_stream(
+        synthesis, endpoint="speech", started=started, stretch=plan.stretch, text_param="input"
     )
     fmt = body.response_format
     if body.stream_format == "sse":

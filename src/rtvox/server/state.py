@@ -12,11 +12,14 @@ from functools import cached_property
 from fastapi import Request
 
 from rtvox.constants import SPEED_MAX, SPEED_MIN
+from rtvox.errors import InputError, TextError
+from rtvox.runtime.types import SynthesisRequest
 from rtvox.server.config import ServerConfig
 from rtvox.server.errors import APIError
 from rtvox.server.metrics import Metrics
 from rtvox.server.protocol import SpeechService
 from rtvox.server.schemas import API_SPEED_MAX, API_SPEED_MIN
+from rtvox.server.streaming import ChunkStream
 from rtvox.server.stretch import SpeedPlan, plan_speed
 from rtvox.server.voices import VoiceRegistry
 from rtvox.text import Frontend, FrontendResult
@@ -53,6 +56,34 @@ class ServerState:
                 param="model",
                 code="model_not_found",
             )
+
+    async def open_stream(
+        self, request: SynthesisRequest, *, endpoint: str, started: float, stretch: float, text_param: str
+    ) -> ChunkStream:
+        """Submit `request` and wait for its first chunk (errors before it become JSON responses)."""
+        try:
+            return await ChunkStream.open(
+                self.service,
+                request,
+                endpoint=endpoint,
+                started=started,
+                stretch=stretch,
+                metrics=self.metrics,
+                deadline_s=self.config.deadline_s,
+            )
+        except ValueError as exc:
+            if isinstance(exc, InputError):
+                raise
+            # Text in scripts the model cannot speak (emoji, Greek, ...) leaves the frontend with no chunks and
+            # some runtimes fail on that with a plain ValueError; check here, off the happy path, and say so.
+            front = await self.frontend(request.text)
+            if not front.chunks:
+                skipped = "; ".join(front.warnings) or "no Chinese or English words"
+                raise TextError(
+                    f"the text has nothing this model can speak ({skipped}); give Chinese or English words",
+                    param=text_param,
+                ) from None
+            raise
 
     async def frontend(self, text: str) -> FrontendResult:
         async with self._frontend_lock:

@@ -1,0 +1,174 @@
+"""The HTTP service end to end: real TTSService on a tiny random model, real uvicorn, the official openai client,
+200 concurrent requests, and voices shared through a real Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import numpy as np
+import openai
+import pytest
+
+from rtvox.audio import decode_audio
+from rtvox.constants import SAMPLE_RATE
+from rtvox.runtime.service import ServiceConfig
+
+from .server_harness import REDIS_SERVER, LiveServer, RedisProcess
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+KEY = "test-key"
+TEXT = "你好，欢迎使用 rtvox。This is streaming speech in Chinese and English, spoken in several chunks."
+
+
+@pytest.fixture(scope="module")
+def live(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with LiveServer(tiny_model, tmp_path_factory.mktemp("voices"), api_keys=(KEY,)) as server:
+        yield server
+
+
+@pytest.fixture
+def client(live: LiveServer) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{live.url}/v1", api_key=KEY, max_retries=0, timeout=60)
+
+
+@pytest.mark.parametrize("fmt", ["wav", "mp3"])
+def test_openai_client_formats(client: openai.OpenAI, fmt: str) -> None:
+    response = client.audio.speech.create(model="tts-1", voice="alloy", input=TEXT, response_format=fmt)  # type: ignore[arg-type]
+    wav, sr = decode_audio(response.content)
+    assert sr == SAMPLE_RATE
+    assert len(wav) > SAMPLE_RATE // 10
+
+
+def test_openai_client_streaming(client: openai.OpenAI) -> None:
+    with client.audio.speech.with_streaming_response.create(
+        model="gpt-4o-mini-tts", voice="nova", input=TEXT, response_format="pcm", instructions="say it happily"
+    ) as response:
+        assert response.headers.get("transfer-encoding") == "chunked"
+        parts = list(response.iter_bytes())
+    pcm = b"".join(parts)
+    assert len(pcm) % 2 == 0 and len(pcm) > 0
+    reference = client.audio.speech.create(
+        model="tts-1", voice="nova", input=TEXT, response_format="pcm", instructions="用开心的语气"
+    )
+    assert len(reference.content) == len(pcm)  # the same text, voice, emotion and speed: the same length
+
+
+def test_openai_client_sse(client: openai.OpenAI) -> None:
+    response = client.audio.speech.create(
+        model="tts-1", voice="echo", input=TEXT, response_format="pcm", stream_format="sse", speed=3.0
+    )
+    events = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
+    assert [e["type"] for e in events][-1] == "speech.audio.done"
+    audio = b"".join(base64.b64decode(e["audio"]) for e in events if e["type"] == "speech.audio.delta")
+    assert len(audio) > 0 and len(audio) % 2 == 0
+
+
+def test_openai_client_clone_use_delete(client: openai.OpenAI) -> None:
+    with (DATA / "speech_en_female_16k.wav").open("rb") as clip:
+        voice = client.audio.voices.create(name="Alice", audio_sample=clip, consent="test")
+    assert voice.id.startswith("voice_") and voice.name == "Alice" and voice.object == "audio.voice"
+    speech = client.audio.speech.create(model="tts-1", voice={"id": voice.id}, input="Hello.", response_format="wav")
+    assert decode_audio(speech.content)[0].size > 0
+    deleted = client.audio.voices.delete(voice.id)
+    assert deleted.deleted and deleted.id == voice.id
+    with pytest.raises(openai.NotFoundError):
+        client.audio.voices.delete(voice.id)
+
+
+def test_openai_client_errors(client: openai.OpenAI, live: LiveServer) -> None:
+    with pytest.raises(openai.BadRequestError) as bad_speed:
+        client.audio.speech.create(model="tts-1", voice="alloy", input="hi", speed=5.0)
+    assert bad_speed.value.body["param"] == "speed"  # type: ignore[index]
+    with pytest.raises(openai.NotFoundError):
+        client.audio.speech.create(model="tts-1", voice="nobody", input="hi")
+    with pytest.raises(openai.BadRequestError):
+        client.audio.speech.create(model="tts-1", voice="alloy", input="x" * 4097)
+    with pytest.raises(openai.BadRequestError):
+        client.audio.speech.create(model="dall-e-3", voice="alloy", input="hi")
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=f"{live.url}/v1", api_key="wrong", max_retries=0).audio.speech.create(
+            model="tts-1", voice="alloy", input="hi"
+        )
+
+
+def test_native_tts_over_http(live: LiveServer) -> None:
+    clip = base64.b64encode((DATA / "speech_en_male_16k.wav").read_bytes()).decode()
+    body = {
+        "text": TEXT,
+        "speaker_reference": clip,
+        "emotion": "surprised",
+        "emotion_alpha": 1.5,
+        "duration": 4.0,
+        "pitch_scale": 1.2,
+        "stream_format": "json",
+        "timestamps": True,
+        "response_format": "flac",
+    }
+    response = httpx.post(f"{live.url}/v1/tts", json=body, headers={"Authorization": f"Bearer {KEY}"}, timeout=60)
+    assert response.status_code == 200, response.text
+    result = response.json()
+    wav, sr = decode_audio(base64.b64decode(result["audio"]))
+    assert len(wav) / sr == pytest.approx(4.0, abs=0.02)
+    assert result["words"] and result["phonemes"][-1]["end"] == pytest.approx(4.0, abs=0.02)
+
+
+def test_operator_endpoints(live: LiveServer) -> None:
+    assert httpx.get(f"{live.url}/health").json()["status"] == "ok"
+    assert httpx.get(f"{live.url}/ready").json()["ready"] is True
+    metrics = httpx.get(f"{live.url}/metrics").text
+    assert "rtvox_time_to_first_audio_seconds_count" in metrics and "rtvox_batch_size_bucket" in metrics
+    assert "text/html" in httpx.get(f"{live.url}/").headers["content-type"]
+
+
+def test_200_concurrent_requests(tiny_model: Path, tmp_path: Path) -> None:
+    """No 5xx and no lost request; 429 (with Retry-After) is allowed once the queue is full."""
+    texts = [f"Request number {i}. 第{i}个请求。" for i in range(200)]
+    service = ServiceConfig(fallback_device=None, max_queue=128)
+    with LiveServer(tiny_model, tmp_path / "voices", service=service) as server:
+
+        async def one(http: httpx.AsyncClient, text: str) -> httpx.Response:
+            body = {"model": "tts-1", "voice": "alloy", "input": text, "response_format": "pcm"}
+            return await http.post("/v1/audio/speech", json=body)
+
+        async def main() -> list[httpx.Response]:
+            limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
+            async with httpx.AsyncClient(base_url=server.url, limits=limits, timeout=120) as http:
+                return await asyncio.gather(*(one(http, t) for t in texts))
+
+        responses = asyncio.run(main())
+        synth = server.service.synthesizer
+    assert len(responses) == 200
+    statuses = [r.status_code for r in responses]
+    assert set(statuses) <= {200, 429}, statuses
+    assert statuses.count(200) >= 1
+    for text, response in zip(texts, responses, strict=True):
+        if response.status_code == 429:
+            assert int(response.headers["retry-after"]) >= 1
+            continue
+        expected = synth.synthesize(text, voice="anna").audio
+        assert len(response.content) == 2 * len(expected), text
+        assert np.frombuffer(response.content, "<i2").any()
+
+
+@pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server not installed (apt-get install -y redis-server)")
+def test_clones_are_shared_through_redis(tiny_model: Path, tmp_path: Path) -> None:
+    redis = RedisProcess(tmp_path)
+    try:
+        with (
+            LiveServer(tiny_model, tmp_path / "a", redis_url=redis.url) as a,
+            LiveServer(tiny_model, tmp_path / "b", redis_url=redis.url) as b,
+        ):
+            files = {"audio_sample": ("clip.wav", (DATA / "speech_en_male_16k.wav").read_bytes(), "audio/wav")}
+            voice = httpx.post(f"{a.url}/v1/audio/voices", data={"name": "Shared"}, files=files, timeout=60).json()
+            body = {"model": "tts-1", "voice": voice["id"], "input": "Hello.", "response_format": "pcm"}
+            assert httpx.post(f"{b.url}/v1/audio/speech", json=body, timeout=60).status_code == 200
+            assert voice["id"] in {v["id"] for v in httpx.get(f"{b.url}/v1/audio/voices").json()["data"]}
+            assert (tmp_path / "b" / f"{voice['id']}.voice.json").is_file()  # adopted durably on b
+            assert httpx.delete(f"{b.url}/v1/audio/voices/{voice['id']}").status_code == 200
+    finally:
+        redis.stop()
