@@ -275,5 +275,79 @@ def serve(
     _run(body)
 
 
+BackendOpt = Annotated[str, typer.Option(help="eager, inductor, aoti, onnx, tensorrt (build: also auto)")]
+DtypeOpt = Annotated[str, typer.Option(help="float32, float16, bfloat16 or int8")]
+ProfileOpt = Annotated[str, typer.Option(help="Shape profile: default, batch1 or ci")]
+ModulesOpt = Annotated[str, typer.Option(help="Comma-separated modules (acoustic_encode,acoustic_decode,vocoder,...)")]
+_PIPELINE = "acoustic_encode,acoustic_decode,vocoder"
+
+
+@app.command()
+def export(
+    out: Annotated[Path, typer.Option("-o", "--out", help="Folder for the artifacts and manifest.json")],
+    backend: Annotated[str, typer.Option(help="onnx or aoti")] = "onnx",
+    dtype: DtypeOpt = "float32",
+    device: DeviceOpt = "cpu",
+    profile: ProfileOpt = "default",
+    modules: ModulesOpt = _PIPELINE,
+    model: ModelOpt = None,
+) -> None:
+    """Export each module as a portable artifact (.onnx or AOTInductor .pt2) with dynamic shapes."""
+
+    def body() -> None:
+        from rtvox.engines.cli_support import export_command
+
+        for name, path in export_command(model, out, backend, dtype, device, profile, modules).items():
+            typer.echo(f"{name}: {path}")
+
+    _run(body)
+
+
+@app.command()
+def build(
+    backend: BackendOpt = "auto",
+    dtype: DtypeOpt = "float32",
+    device: DeviceOpt = "auto",
+    profile: ProfileOpt = "default",
+    modules: ModulesOpt = _PIPELINE,
+    rebuild: Annotated[bool, typer.Option(help="Ignore cached engines")] = False,
+    model: ModelOpt = None,
+) -> None:
+    """Build (or load from the engine cache) and warm up the engines; prints what was built."""
+
+    def body() -> None:
+        from rtvox.engines.cli_support import build_command
+
+        typer.echo(json.dumps(build_command(model, backend, dtype, device, profile, modules, rebuild), indent=1))
+
+    _run(body)
+
+
+@app.command()
+def bench(
+    out: Annotated[Path, typer.Option("-o", "--out", help="Folder for bench.json, bench.md, bench.png")] = Path(
+        "bench-out"
+    ),
+    variants: Annotated[str, typer.Option(help="backend:dtype list, e.g. eager:float32,onnx:float32")] = (
+        "eager:float32,onnx:float32,onnx:int8,aoti:float32"
+    ),
+    device: DeviceOpt = "cpu",
+    repeats: Annotated[int, typer.Option(help="Timed runs per text (after warm-up)")] = 20,
+    batches: Annotated[str, typer.Option(help="Batch sizes of the throughput sweep")] = "1,8,32,64",
+    profile: ProfileOpt = "default",
+    piper: Annotated[bool, typer.Option("--piper", help="Also time Piper joe-medium on the same texts")] = False,
+    load: Annotated[bool, typer.Option("--load", help="Also run the runtime's load benchmark")] = False,
+    model: ModelOpt = None,
+) -> None:
+    """Benchmark backends × precisions: latency, RTF, throughput, memory, quality, roofline."""
+
+    def body() -> None:
+        from rtvox.engines.cli_support import bench_command
+
+        typer.echo(bench_command(model, out, variants, device, repeats, batches, profile, piper, load))
+
+    _run(body)
+
+
 def main() -> None:
     app()

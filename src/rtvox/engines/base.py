@@ -1,18 +1,28 @@
-"""The Engine protocol and the backend registry.
+"""The Engine protocol, build options and the backend registry.
 
 An engine runs one module of a model (the acoustic encoder half, the acoustic decoder half, the vocoder, ...) as
 tensors in → tensors out. Backends are registered by exact name and imported only when asked for, so a CPU
 install never imports compiler stacks it cannot use.
+
+    eager      PyTorch as written (fp32 baseline)
+    inductor   torch.compile over fixed shape buckets; CUDA graphs on GPU; fp16/bf16; int8 = weight-only
+    aoti       AOTInductor .pt2 packages with dynamic shapes, loaded without the model's Python code
+    onnx       ONNX export + ONNX Runtime (CPU; CUDA / TensorRT execution providers with onnxruntime-gpu);
+               int8 = ORT dynamic or static quantization
+    tensorrt   ONNX → TensorRT engine with optimization profiles, FP16/INT8, timing cache (unverified here)
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Protocol
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
 
 import torch
 
+from rtvox.engines.shapes import ShapeProfile
 from rtvox.errors import InputError
 
 # Module names an engine can be built for; each maps to a method of a loaded ModelBundle.
@@ -30,14 +40,40 @@ class Engine(Protocol):
     def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]: ...
 
 
-# backend name → "module.path:factory"; factories take (module_name, fn, device, dtype) and return an Engine.
+@dataclass
+class BuildOptions:
+    """How compiled backends build; eager ignores all of it."""
+
+    profile: ShapeProfile = field(default_factory=lambda: ShapeProfile.preset("default"))
+    cache_dir: Path | None = None  # None: $RTVOX_ENGINE_CACHE or ~/.cache/rtvox/engines
+    model_hash: str | None = None  # bundle.model_hash; None: a hash of the module's tensors
+    warmup: bool = True  # run every bucket at load
+    rebuild: bool = False  # ignore cached artifacts
+    mode: str | None = None  # inductor: torch.compile mode (None: max-autotune on GPU, default on CPU)
+    int8_method: str = "dynamic"  # onnx int8: dynamic | static
+    calibration: list[tuple[torch.Tensor, ...]] | None = None  # static int8 / TensorRT INT8: real inputs
+    extra: dict[str, Any] = field(default_factory=dict)  # backend-specific knobs, recorded in the cache key
+
+
+# backend name → "module.path:factory"; factories take (module_name, fn, device, dtype, options) → Engine.
 _REGISTRY: dict[str, str] = {
     "eager": "rtvox.engines.eager:EagerEngine",
+    "inductor": "rtvox.engines.inductor:build_inductor_engine",
+    "aoti": "rtvox.engines.aoti:build_aoti_engine",
+    "onnx": "rtvox.engines.onnxrt:build_onnx_engine",
+    "tensorrt": "rtvox.engines.tensorrt:build_tensorrt_engine",
+}
+# What each backend has been verified on (parity tests + benchmarks); `auto` picks only from these.
+VERIFIED: dict[str, tuple[str, ...]] = {
+    "eager": ("cpu", "cuda"),
+    "inductor": ("cpu", "cuda"),
+    "aoti": ("cpu", "cuda"),
+    "onnx": ("cpu",),
+    "tensorrt": (),
 }
 
-EngineFactory = Callable[
-    [str, Callable[..., torch.Tensor | tuple[torch.Tensor, ...]], torch.device, torch.dtype], Engine
-]
+ModuleFn = Callable[..., torch.Tensor | tuple[torch.Tensor, ...]]
+EngineFactory = Callable[..., Engine]
 
 
 def available_backends() -> tuple[str, ...]:
@@ -47,11 +83,17 @@ def available_backends() -> tuple[str, ...]:
 def build_engine(
     backend: str,
     module: str,
-    fn: Callable[..., torch.Tensor | tuple[torch.Tensor, ...]],
+    fn: ModuleFn,
     device: torch.device,
     dtype: torch.dtype,
+    options: BuildOptions | None = None,
 ) -> Engine:
-    """Build an engine for `module` running `fn` (a bound model method) with the named backend."""
+    """Build an engine for `module` running `fn` (a bound model method or module) with the named backend.
+
+    Compiled backends export the module behind `fn` (`acoustic.encode` → AcousticEncodeStep,
+    `acoustic.decode` → AcousticDecodeStep, which takes its frame count from a mask the engine builds).
+    dtype: float32, float16, bfloat16, or int8 (quantized: weight-only for inductor, ORT int8 for onnx).
+    """
     if backend not in _REGISTRY:
         raise InputError(
             f"unknown backend {backend!r}; available here: {', '.join(available_backends())}", param="backend"
@@ -60,4 +102,6 @@ def build_engine(
         raise InputError(f"unknown module {module!r}; one of {', '.join(MODULES)}", param="module")
     path, _, attr = _REGISTRY[backend].partition(":")
     factory: EngineFactory = getattr(importlib.import_module(path), attr)
-    return factory(module, fn, device, dtype)
+    if backend == "eager":
+        return factory(module, fn, device, dtype)
+    return factory(module, fn, device, dtype, options or BuildOptions())

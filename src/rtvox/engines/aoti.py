@@ -1,0 +1,178 @@
+"""The aoti backend: AOTInductor packages (.pt2) built offline, loaded without the model's Python code.
+
+Build: torch.export of the export-clean module with one torch.export.Dim per named axis of the shape
+profile (min..max; the example inputs sit at opt), then `torch._inductor.aoti_compile_and_package`. The .pt2
+lands in the engine cache, keyed by torch version among others (a package from torch 2.13 does not load in
+2.11).
+
+Load: on the H200 with torch 2.11, `aoti_load_package` was seen to segfault inside `_load_aoti`. A segfault
+cannot be caught, so on CUDA (or with RTVOX_AOTI_SAFE_LOAD=1) each load path is first tried in a child process
+on the package's example inputs, in LOAD_PATHS order; the first that runs and matches is recorded in
+loader.json beside the package and then used in-process. Paths:
+    aoti_load_package   torch._inductor.aoti_load_package (the documented API)
+    package_loader      torch._C._aoti.AOTIModelPackageLoader (the C++ loader, without the Python wrapper)
+    so                  a separately built shared library (torch._inductor.aot_compile), torch._export.aot_load
+If none works, AotiLoadError lists what each path did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.export import Dim
+
+from rtvox.engines.base import BuildOptions, ModuleFn
+from rtvox.engines.cache import CacheKey, state_hash
+from rtvox.engines.compiled import CompiledEngine
+from rtvox.engines.modules import cast_inputs, cast_module, example_inputs, export_module, model_constants
+from rtvox.engines.shapes import AXES, MODULE_INPUTS, ShapeProfile
+from rtvox.errors import ModelError
+
+LOAD_PATHS: tuple[str, ...] = ("aoti_load_package", "package_loader", "so")
+SAFE_LOAD_ENV = "RTVOX_AOTI_SAFE_LOAD"
+_PROBE_TIMEOUT_S = 300
+
+
+class AotiLoadError(ModelError):
+    """No AOTInductor load path works with this torch build."""
+
+
+def export_program(net: torch.nn.Module, module: str, profile: ShapeProfile, example: tuple[Tensor, ...]) -> Any:
+    """torch.export with the profile's ranges: one shared Dim per named axis."""
+    # An axis with min == max (a batch-1 profile) stays static: torch.export has no one-value Dim.
+    dims = {
+        a: Dim(a, min=profile.axis(a).min, max=profile.axis(a).max)
+        for a in AXES
+        if profile.axis(a).max > profile.axis(a).min
+    }
+    dynamic = tuple(
+        {i: dims[d] for i, d in enumerate(spec.dims) if isinstance(d, str) and d in dims}
+        for spec in MODULE_INPUTS[module]
+    )
+    return torch.export.export(net, example, dynamic_shapes=dynamic, strict=False)
+
+
+def _load(path: str, package: Path, device: torch.device) -> Callable[..., Any]:
+    index = device.index if device.index is not None else (0 if device.type == "cuda" else -1)
+    if path == "aoti_load_package":
+        return torch._inductor.aoti_load_package(str(package), device_index=index)
+    if path == "package_loader":
+        loader = torch._C._aoti.AOTIModelPackageLoader(str(package), "model", False, 1, index)
+        run = loader.boxed_run if hasattr(loader, "boxed_run") else loader.run
+        return lambda *xs: run(list(xs))
+    if path == "so":
+        so = package.with_suffix(".so")
+        if not so.is_file():
+            raise AotiLoadError(f"{so} was not built")
+        return torch._export.aot_load(str(so), device.type)
+    raise ValueError(path)
+
+
+def _build_so(program: Any, example: tuple[Tensor, ...], target: Path) -> None:
+    options = {"aot_inductor.output_path": str(target)}
+    built = torch._inductor.aot_compile(program.module(), example, options=options)
+    if Path(str(built)) != target and Path(str(built)).is_file():
+        os.replace(str(built), target)
+
+
+def _probe(path: str, package: Path, device: torch.device) -> dict[str, Any]:
+    """Try one load path in a child process (a segfault kills only the child)."""
+    code = (
+        "import sys, torch\n"
+        "from pathlib import Path\n"
+        "from rtvox.engines.aoti import _load\n"
+        f"pkg = Path({str(package)!r}); dev = torch.device({str(device)!r})\n"
+        "io = torch.load(pkg.with_name('probe_io.pt'))\n"
+        f"run = _load({path!r}, pkg, dev)\n"
+        "out = run(*[x.to(dev) for x in io['inputs']])\n"
+        "out = [out] if isinstance(out, torch.Tensor) else list(out)\n"
+        "err = max(float((o.float().cpu() - r.float()).abs().max()) for o, r in zip(out, io['outputs']))\n"
+        "print('MAXERR', err); sys.stdout.flush()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S)
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    return {"rc": proc.returncode, "tail": lines[-3:]}
+
+
+def _choose_loader(package: Path, device: torch.device, program: Any, example: tuple[Tensor, ...]) -> str:
+    record = package.with_name("loader.json")
+    if record.is_file():
+        return str(json.loads(record.read_text())["path"])
+    tried: dict[str, Any] = {}
+    for path in LOAD_PATHS:
+        if path == "so":
+            try:
+                _build_so(program, example, package.with_suffix(".so"))
+            except Exception as exc:
+                tried[path] = {"build_error": repr(exc)[:300]}
+                continue
+        tried[path] = result = _probe(path, package, device)
+        if result["rc"] == 0:
+            record.write_text(json.dumps({"path": path, "tried": tried}, indent=1))
+            return path
+    raise AotiLoadError(
+        f"no AOTInductor load path works with torch {torch.__version__} on {device}: {json.dumps(tried)[:1500]}; "
+        "use --backend inductor (same compiler, no package) or eager"
+    )
+
+
+def build_aoti_engine(
+    module: str, fn: ModuleFn, device: torch.device, dtype: torch.dtype, options: BuildOptions
+) -> CompiledEngine:
+    if dtype == torch.int8:
+        raise ModelError("aoti has no int8 path; use --backend inductor --dtype int8 (GPU) or onnx int8 (CPU)")
+    net = cast_module(export_module(module, fn), device, dtype)
+    constants = model_constants(net)
+    profile = options.profile
+    autotune = bool(options.extra.get("aoti_max_autotune", False))
+    key = CacheKey.make(
+        options.model_hash or state_hash(net), module, "aoti", dtype, device, profile, {"max_autotune": autotune}
+    )
+    folder = key.folder(options.cache_dir)
+    package = folder / "model.pt2"
+    example = cast_inputs(example_inputs(module, net, profile, "opt", device), dtype)
+    program = None
+    if options.rebuild or not package.is_file():
+        for stale in (package, package.with_name("loader.json"), package.with_suffix(".so")):
+            stale.unlink(missing_ok=True)
+        with torch.no_grad():
+            program = export_program(net, module, profile, example)
+            configs = {"max_autotune": True} if autotune else None
+            torch._inductor.aoti_compile_and_package(program, package_path=str(package), inductor_configs=configs)
+            outputs = net(*example)
+        outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+        torch.save(
+            {"inputs": [x.cpu() for x in example], "outputs": [o.cpu() for o in outputs]}, folder / "probe_io.pt"
+        )
+    safe = device.type == "cuda" or os.environ.get(SAFE_LOAD_ENV) == "1"
+    if safe:
+        if program is None and not package.with_name("loader.json").is_file():
+            with torch.no_grad():
+                program = export_program(net, module, profile, example)
+        path = _choose_loader(package, device, program, example)
+    else:
+        path = LOAD_PATHS[0]
+    runner = _load(path, package, device)
+    del net  # the package holds its own weights: the engine keeps no Python model
+    engine = CompiledEngine(
+        module,
+        "aoti",
+        runner,
+        device,
+        dtype,
+        profile,
+        constants,
+        bucketed=False,
+        info={"package": str(package), "load_path": path, "max_autotune": autotune},
+    )
+    if options.warmup:
+        engine.warmup(repeats=1)
+    return engine

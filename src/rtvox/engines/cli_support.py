@@ -1,0 +1,92 @@
+"""The bodies of `rtvox export`, `rtvox build` and `rtvox bench` (cli.py only parses arguments)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rtvox.engines.base import BuildOptions
+from rtvox.engines.build import build_engines, describe_engines, export_artifacts
+from rtvox.engines.shapes import ShapeProfile
+from rtvox.errors import InputError, ModelError
+from rtvox.models.bundle import ModelBundle
+
+DEFAULT_MODEL = "rtvox-base"
+
+
+def resolve_model(model: str | None) -> Path:
+    """A model directory, or a shipped model's name under $RTVOX_MODELS_DIR (default <repo>/models)."""
+    root = Path(os.environ.get("RTVOX_MODELS_DIR") or Path(__file__).resolve().parents[3] / "models")
+    path = Path(model) if model else root / DEFAULT_MODEL
+    if not path.exists() and model and (root / model).exists():
+        path = root / model
+    if not (path / "config.json").is_file():
+        raise ModelError(f"no model at {path} (config.json missing); pass --model DIR pointing at a model directory")
+    return path
+
+
+def resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError("device cuda was asked for but no CUDA GPU is visible; use --device cpu", param="device")
+    return torch.device(device)
+
+
+def _modules(modules: str) -> list[str]:
+    return [m.strip() for m in modules.split(",") if m.strip()]
+
+
+def export_command(
+    model: str | None, out: Path, backend: str, dtype: str, device: str, profile: str, modules: str
+) -> dict[str, Path]:
+    dev = resolve_device(device)
+    bundle = ModelBundle.load(resolve_model(model), device=dev)
+    options = BuildOptions(profile=ShapeProfile.preset(profile))
+    return export_artifacts(bundle, backend, out, dev, dtype, _modules(modules), options)
+
+
+def build_command(
+    model: str | None, backend: str, dtype: str, device: str, profile: str, modules: str, rebuild: bool
+) -> dict[str, Any]:
+    dev = resolve_device(device)
+    bundle = ModelBundle.load(resolve_model(model), device=dev)
+    options = BuildOptions(profile=ShapeProfile.preset(profile), rebuild=rebuild)
+    engines = build_engines(bundle, backend, dev, dtype, _modules(modules), options, fallback=backend == "auto")
+    return describe_engines(engines)
+
+
+def bench_command(
+    model: str | None,
+    out: Path,
+    variants: str,
+    device: str,
+    repeats: int,
+    batches: str,
+    profile: str,
+    piper: bool,
+    load: bool,
+) -> str:
+    from rtvox.engines.bench_run import run_bench
+
+    pairs = []
+    for item in variants.split(","):
+        backend, _, dtype = item.strip().partition(":")
+        pairs.append((backend, dtype or "float32"))
+    report = run_bench(
+        resolve_model(model),
+        pairs,
+        out,
+        device=str(resolve_device(device)),
+        repeats=repeats,
+        batches=tuple(int(b) for b in batches.split(",") if b.strip()),
+        profile=profile,
+        piper=piper,
+        load=load,
+    )
+    summary = {"out": str(out), "speedups": report["speedups"]}
+    return (out / "bench.md").read_text() + "\n" + json.dumps(summary, indent=1)

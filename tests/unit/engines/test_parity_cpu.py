@@ -1,0 +1,118 @@
+"""Each CPU backend against eager fp32 on fresh random inputs of several lengths and batch sizes.
+
+CI runs onnx (all pipeline modules) and aoti (vocoder); RTVOX_TEST_SLOW_ENGINES=1 adds aoti for every module,
+inductor-cpu and the emotion encoder (each compile costs 10-30 s on two cores).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from rtvox.engines import build_engine
+from rtvox.engines.base import BuildOptions, Engine
+from rtvox.engines.build import build_engines, module_fn
+from rtvox.engines.quality import log_mel_l1, random_inputs, run_pipeline
+from rtvox.models.bundle import ModelBundle
+
+from .conftest import CPU
+
+SLOW = os.environ.get("RTVOX_TEST_SLOW_ENGINES") == "1"
+slow = pytest.mark.skipif(not SLOW, reason="compiles several graphs; set RTVOX_TEST_SLOW_ENGINES=1")
+# (row lengths in phonemes, exact frame targets): one short row, one long row, a ragged batch of two.
+CASES = [([5], [40]), ([37], [0]), ([9, 60], [70, 250])]
+
+
+def _inputs(bundle: ModelBundle, case: int, seed: int) -> tuple[torch.Tensor, ...]:
+    lengths, targets = CASES[case]
+    cfg = bundle.config.acoustic
+    return random_inputs(lengths, cfg.cond_dim, cfg.vocab_size, targets, seed=seed).tensors(CPU)
+
+
+def _eager(bundle: ModelBundle) -> dict[str, Engine]:
+    return build_engines(bundle, "eager", CPU)
+
+
+def check_modules(bundle: ModelBundle, engines: dict[str, Engine], atol: float, seed: int) -> None:
+    eager = _eager(bundle)
+    for case in range(len(CASES)):
+        inputs = _inputs(bundle, case, seed + case)
+        hidden, durations = eager["acoustic_encode"](*inputs)
+        if "acoustic_encode" in engines:
+            got_hidden, got_durations = engines["acoustic_encode"](*inputs)
+            assert torch.equal(got_durations, durations)
+            torch.testing.assert_close(got_hidden, hidden, rtol=0, atol=atol)
+        (mel,) = eager["acoustic_decode"](hidden, durations)
+        if "acoustic_decode" in engines:
+            (got_mel,) = engines["acoustic_decode"](hidden, durations)  # the Synthesizer's 2-input call
+            torch.testing.assert_close(got_mel, mel, rtol=0, atol=atol)
+        if "vocoder" in engines:
+            (wav,) = eager["vocoder"](mel)
+            (got_wav,) = engines["vocoder"](mel)
+            torch.testing.assert_close(got_wav, wav, rtol=0, atol=atol)
+
+
+@pytest.fixture(scope="module")
+def onnx_engines(bundle: ModelBundle, ci_options: BuildOptions) -> dict[str, Engine]:
+    pytest.importorskip("onnxruntime")
+    return build_engines(bundle, "onnx", CPU, torch.float32, options=ci_options)
+
+
+def test_onnx_matches_eager_per_module(bundle: ModelBundle, onnx_engines: dict[str, Engine]) -> None:
+    check_modules(bundle, onnx_engines, atol=1e-4, seed=11)
+    info = onnx_engines["vocoder"].info  # type: ignore[attr-defined]
+    assert info["opset"] >= 17 and info["providers"] == ["CPUExecutionProvider"]
+
+
+def test_onnx_end_to_end_log_mel(bundle: ModelBundle, onnx_engines: dict[str, Engine]) -> None:
+    cfg = bundle.config.acoustic
+    for seed, (lengths, targets) in enumerate(CASES):
+        inputs = random_inputs(lengths, cfg.cond_dim, cfg.vocab_size, targets, seed=100 + seed)
+        wav, frames = run_pipeline(onnx_engines, inputs, CPU)
+        ref, ref_frames = run_pipeline(_eager(bundle), inputs, CPU)
+        assert torch.equal(frames, ref_frames)
+        assert log_mel_l1(wav, ref) < 1e-3
+
+
+def test_aoti_vocoder_matches_eager(bundle: ModelBundle, ci_options: BuildOptions) -> None:
+    engine = build_engine("aoti", "vocoder", bundle.vocoder, CPU, torch.float32, ci_options)
+    assert engine.info["load_path"] == "aoti_load_package"  # type: ignore[attr-defined]
+    check_modules(bundle, {"vocoder": engine}, atol=1e-4, seed=21)
+
+
+def test_compiled_engine_rejects_inputs_past_the_profile(bundle: ModelBundle, ci_options: BuildOptions) -> None:
+    engine = build_engine("aoti", "vocoder", bundle.vocoder, CPU, torch.float32, ci_options)
+    with pytest.raises(ValueError, match="exceeds the engine's shape profile"):
+        engine(torch.zeros(1, 80, ci_options.profile.frames.max + 1))
+
+
+@slow
+def test_aoti_all_modules_match_eager(bundle: ModelBundle, ci_options: BuildOptions) -> None:
+    engines = build_engines(bundle, "aoti", CPU, torch.float32, options=ci_options)
+    check_modules(bundle, engines, atol=1e-4, seed=31)
+
+
+@slow
+def test_inductor_cpu_matches_eager(bundle: ModelBundle, ci_options: BuildOptions) -> None:
+    engines = build_engines(bundle, "inductor", CPU, torch.float32, options=ci_options)
+    # Buckets pad the vocoder's mel with silence frames: the last samples see them through the receptive field.
+    check_modules(bundle, {k: v for k, v in engines.items() if k != "vocoder"}, atol=1e-4, seed=41)
+    cfg = bundle.config.acoustic
+    inputs = random_inputs([12, 30], cfg.cond_dim, cfg.vocab_size, [90, 200], seed=5)
+    wav, _ = run_pipeline(engines, inputs, CPU)
+    ref, _ = run_pipeline(_eager(bundle), inputs, CPU)
+    assert log_mel_l1(wav, ref) < 0.05
+
+
+@slow
+@pytest.mark.parametrize("backend", ["onnx", "aoti"])
+def test_emotion_encoder_engine(bundle: ModelBundle, ci_options: BuildOptions, backend: str) -> None:
+    engine = build_engine(backend, "emotion", module_fn(bundle, "emotion", CPU), CPU, torch.float32, ci_options)
+    mel = torch.randn(2, 80, 50) - 4.0
+    mask = torch.arange(50)[None] < torch.tensor([[50], [31]])
+    with torch.no_grad():
+        want = bundle.emotion_encoder(mel, mask)
+    for got, ref in zip(engine(mel, mask), want, strict=True):
+        torch.testing.assert_close(got, ref, rtol=0, atol=1e-4)
