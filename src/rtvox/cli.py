@@ -134,6 +134,13 @@ def speak(
             "energy_scale": energy_scale,
             "max_chars": CLI_MAX_CHARS,
         }
+        if text.startswith("@") and duration is None:
+            # A document: large static batches, resumable (finished segments wait in OUTPUT.parts/).
+            from rtvox.runtime.offline import speak_file
+
+            seconds = speak_file(synth, content, output, fmt_name, settings, emotion_ref)
+            typer.echo(f"wrote {output} ({seconds:.2f} s)", err=True)
+            return
         pieces = []
         quiet = len(content) < PROGRESS_MIN_CHARS
         with tqdm(desc="synthesizing", unit="chunk", disable=quiet, file=sys.stderr) as bar:

@@ -188,6 +188,10 @@ class Synthesizer:
         except OSError as exc:
             raise AudioInputError(f"cannot read reference clip {reference}: {exc.strerror}") from None
 
+    def load_reference(self, reference: AudioSource, sr: int = SAMPLE_RATE) -> np.ndarray:
+        """A reference clip (path or encoded bytes) decoded, checked and resampled to `sr` (emotion_ref input)."""
+        return self._reference(reference, sr)
+
     @classmethod
     def _reference(cls, reference: AudioSource, sr: int) -> np.ndarray:
         return prepare_reference(cls._reference_bytes(reference), sr=sr)

@@ -1,0 +1,55 @@
+"""Serving load benchmark (see rtvox.runtime.loadbench): prints progress to stderr and the JSON result to stdout.
+
+.venv/bin/python benchmarks/load_bench.py --levels 1,2,4,8 --level-seconds 15 > benchmarks/results/load.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rtvox.runtime.loadbench import run_load_bench
+from rtvox.runtime.service import ServiceConfig
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", default=None, help="model directory or shipped name (default: rtvox-base)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--backend", default="eager")
+    parser.add_argument("--levels", default="1,2,4,8,12,16,24,32", help="comma-separated client counts")
+    parser.add_argument("--level-seconds", type=float, default=15.0)
+    parser.add_argument("--think-seconds", type=float, default=0.5, help="mean think time between requests")
+    parser.add_argument("--ttfa-p99-ms", type=float, default=150.0)
+    parser.add_argument("--baseline-requests", type=int, default=20)
+    parser.add_argument("--max-batch", type=int, default=16)
+    parser.add_argument("--max-wait-ms", type=float, default=10.0)
+    parser.add_argument("--natural-durations", action="store_true", help="do not set realistic target durations")
+    args = parser.parse_args()
+    config = ServiceConfig(
+        max_batch=args.max_batch,
+        max_wait_ms=args.max_wait_ms,
+        max_queue=1024,
+        default_deadline_s=None,
+        fallback_device=None,
+    )
+    result = run_load_bench(
+        args.model,
+        device=args.device,
+        backend=args.backend,
+        levels=[int(n) for n in args.levels.split(",")],
+        level_duration_s=args.level_seconds,
+        think_time_s=args.think_seconds,
+        ttfa_p99_target_s=args.ttfa_p99_ms / 1000.0,
+        baseline_requests=args.baseline_requests,
+        realistic_durations=not args.natural_durations,
+        config=config,
+        progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+    )
+    json.dump(result.to_dict(), sys.stdout, indent=2)
+    print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,295 @@
+"""Serving load benchmark: N concurrent streaming clients against a TTSService, plus a one-at-a-time baseline.
+
+For each concurrency level N, N clients loop for `level_duration_s`: wait an exponential think time (so arrivals
+are Poisson), send a request whose text length follows a log-normal distribution of chat-reply lengths (mixed zh
+and en), and read the stream. Per stream we record TTFA (request sent → first chunk), the real-time factor (wall
+time / audio time) and whether playback started at the first chunk would ever stall. A level passes when no
+stream stalls and P99 TTFA <= the target; the result names the largest passing N. The baseline serves the same
+kind of requests one at a time straight through `Synthesizer.stream`, so throughput under load can be compared
+with serial serving on the same machine in the same run. `run_load_bench` returns a JSON-able result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from rtvox.runtime.executor import warm_up
+from rtvox.runtime.service import ServiceConfig, TTSService
+from rtvox.runtime.synthesizer import Synthesizer
+from rtvox.runtime.types import SynthesisRequest
+
+EN_SENTENCES = (
+    "Thanks for calling, how can I help you today?",
+    "Your order has shipped and should arrive on Thursday.",
+    "The meeting was moved to three thirty in the afternoon.",
+    "Please hold on while I look that up for you.",
+    "It will be mostly sunny tomorrow, with a light breeze from the west.",
+    "I have added the milk, eggs and bread to your shopping list.",
+    "Turn left at the next intersection, then continue for two hundred meters.",
+    "That is a great question, and the short answer is yes.",
+)
+ZH_SENTENCES = (
+    "您好，请问有什么可以帮您？",
+    "您的订单已经发货，预计周四送达。",
+    "明天天气晴朗，最高气温二十五度。",
+    "会议改到下午三点半，请准时参加。",
+    "好的，我已经帮您把提醒设置在早上七点。",
+    "前方路口左转，然后继续直行两百米。",
+    "这个问题很好，简单来说答案是肯定的。",
+    "请稍等，我马上为您查询相关信息。",
+)
+# Speaking rates used to give the untrained placeholder model realistic audio lengths (it predicts ~1 frame per
+# phoneme); the vocoder's cost scales with audio length, so without this the load would be unrealistically light.
+EN_CHARS_PER_SECOND = 15.0
+ZH_CHARS_PER_SECOND = 4.5
+TEXT_MEDIAN_CHARS = 80.0  # median reply length (log-normal), clipped to [TEXT_MIN_CHARS, TEXT_MAX_CHARS]
+TEXT_SIGMA = 0.6
+TEXT_MIN_CHARS, TEXT_MAX_CHARS = 12, 400
+
+
+@dataclass(frozen=True)
+class BenchText:
+    text: str
+    seconds: float  # realistic speaking time of the text (used as the target duration when asked)
+
+
+def make_texts(n: int, seed: int) -> list[BenchText]:
+    """`n` texts of realistic lengths, half English, half Mandarin, deterministic for a seed."""
+    rng = np.random.default_rng(seed)
+    texts = []
+    for i in range(n):
+        target = float(np.clip(rng.lognormal(np.log(TEXT_MEDIAN_CHARS), TEXT_SIGMA), TEXT_MIN_CHARS, TEXT_MAX_CHARS))
+        zh = i % 2 == 1
+        pool = ZH_SENTENCES if zh else EN_SENTENCES
+        # Mandarin carries ~3x the content per character: scale its character budget down accordingly.
+        budget = target / 3 if zh else target
+        parts: list[str] = []
+        while not parts or sum(len(p) for p in parts) < budget:
+            parts.append(pool[int(rng.integers(len(pool)))])
+        text = ("" if zh else " ").join(parts)
+        seconds = len(text) / (ZH_CHARS_PER_SECOND if zh else EN_CHARS_PER_SECOND)
+        texts.append(BenchText(text, seconds))
+    return texts
+
+
+@dataclass(frozen=True)
+class StreamRecord:
+    ttfa_s: float  # request sent → first chunk received
+    audio_s: float  # audio seconds in the stream
+    wall_s: float  # request sent → last chunk received
+    stalled: bool  # playback started at the first chunk would have run dry before some later chunk arrived
+
+    @property
+    def rtf(self) -> float:
+        return self.wall_s / self.audio_s if self.audio_s > 0 else float("inf")
+
+
+@dataclass
+class LevelResult:
+    concurrency: int  # clients
+    streams: int  # streams completed within the level
+    errors: int  # streams that ended with an error
+    ttfa_p50_ms: float
+    ttfa_p99_ms: float
+    rtf_p50: float  # per-stream wall time / audio time, median
+    rtf_max: float  # worst stream
+    stalled_streams: int
+    audio_s_per_s: float  # throughput: audio seconds delivered per wall second
+    passed: bool  # no stall, no error, P99 TTFA within target
+    batch_size_histogram: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class LoadBenchResult:
+    machine: dict[str, Any]
+    settings: dict[str, Any]
+    baseline: dict[str, float]  # one at a time: ttfa_p50_ms, ttfa_p99_ms, rtf_p50, audio_s_per_s, requests
+    levels: list[LevelResult]
+    max_realtime_streams: int  # largest N that passed (0 if none)
+    throughput_vs_baseline: float  # best level's audio_s_per_s / the baseline's
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _percentile_ms(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q) * 1000.0) if values else float("nan")
+
+
+def _stalled(arrivals: Sequence[float], seconds: Sequence[float]) -> bool:
+    # Playback starts when chunk 0 arrives; chunk k is needed once chunks 0..k-1 have played.
+    needed_at = arrivals[0] + np.cumsum([0.0, *seconds[:-1]])
+    return bool(np.any(np.asarray(arrivals) > needed_at + 1e-3))
+
+
+def _request(item: BenchText, realistic_durations: bool) -> SynthesisRequest:
+    duration = min(max(item.seconds, 0.5), 110.0) if realistic_durations else None
+    return SynthesisRequest(text=item.text, duration=duration)
+
+
+def run_baseline(synth: Synthesizer, texts: Sequence[BenchText], realistic_durations: bool) -> dict[str, float]:
+    """Serve the texts one after another through the plain Synthesizer path."""
+    records = []
+    start = time.perf_counter()
+    for item in texts:
+        t0 = time.perf_counter()
+        arrivals, seconds = [], []
+        for chunk in synth.stream_request(_request(item, realistic_durations)):
+            arrivals.append(time.perf_counter())
+            seconds.append(chunk.seconds)
+        records.append(StreamRecord(arrivals[0] - t0, sum(seconds), arrivals[-1] - t0, _stalled(arrivals, seconds)))
+    wall = time.perf_counter() - start
+    return {
+        "requests": float(len(records)),
+        "ttfa_p50_ms": _percentile_ms([r.ttfa_s for r in records], 50),
+        "ttfa_p99_ms": _percentile_ms([r.ttfa_s for r in records], 99),
+        "rtf_p50": float(np.median([r.rtf for r in records])),
+        "audio_s_per_s": sum(r.audio_s for r in records) / wall,
+    }
+
+
+async def _run_level(
+    service: TTSService,
+    texts: Sequence[BenchText],
+    concurrency: int,
+    duration_s: float,
+    think_time_s: float,
+    realistic_durations: bool,
+    rng: np.random.Generator,
+) -> tuple[list[StreamRecord], int, float]:
+    records: list[StreamRecord] = []
+    errors = 0
+    end = time.perf_counter() + duration_s
+    offsets = rng.integers(0, len(texts), size=concurrency)
+    think = rng.exponential(think_time_s, size=(concurrency, 10_000))
+
+    async def client(index: int) -> None:
+        nonlocal errors
+        n = 0
+        await asyncio.sleep(float(think[index, 0]))  # staggered Poisson start
+        while time.perf_counter() < end:
+            item = texts[(int(offsets[index]) + n * 7919) % len(texts)]
+            t0 = time.perf_counter()
+            arrivals, seconds = [], []
+            try:
+                async for chunk in service.stream(_request(item, realistic_durations), deadline_s=None):
+                    arrivals.append(time.perf_counter())
+                    seconds.append(chunk.seconds)
+            except Exception:  # counted, not raised: a failed stream fails the level
+                errors += 1
+            else:
+                wall = arrivals[-1] - t0
+                records.append(StreamRecord(arrivals[0] - t0, sum(seconds), wall, _stalled(arrivals, seconds)))
+            n += 1
+            await asyncio.sleep(float(think[index, n % think.shape[1]]))
+
+    start = time.perf_counter()
+    await asyncio.gather(*(client(i) for i in range(concurrency)))
+    return records, errors, time.perf_counter() - start
+
+
+def run_load_bench(
+    model: str | None = None,
+    *,
+    synthesizer: Synthesizer | None = None,
+    device: str = "cpu",
+    backend: str = "eager",
+    levels: Sequence[int] = (1, 2, 4, 8, 12, 16, 24, 32),
+    level_duration_s: float = 15.0,
+    think_time_s: float = 0.5,
+    ttfa_p99_target_s: float = 0.150,
+    baseline_requests: int = 20,
+    realistic_durations: bool = True,
+    config: ServiceConfig | None = None,
+    seed: int = 0,
+    stop_after_failures: int = 2,
+    progress: Callable[[str], None] | None = None,
+) -> LoadBenchResult:
+    """Measure TTFA and real-time capacity at each concurrency level, and the one-at-a-time baseline.
+
+    Levels run in increasing order and stop after `stop_after_failures` consecutive failing levels.
+    `realistic_durations` gives every request a target duration from typical speaking rates (see module doc).
+    """
+    synth = synthesizer if synthesizer is not None else Synthesizer(model, device=device, backend=backend)
+    config = config or ServiceConfig(fallback_device=None, default_deadline_s=None, max_queue=1024)
+    texts = make_texts(512, seed)
+    say = progress or (lambda _msg: None)
+    warm_up(synth)  # lazy frontend dictionaries and allocator growth are not part of any measurement
+    baseline = run_baseline(synth, texts[:baseline_requests], realistic_durations)
+    say(f"baseline: {baseline}")
+
+    async def levels_main() -> list[LevelResult]:
+        results: list[LevelResult] = []
+        rng = np.random.default_rng(seed)
+        failures = 0
+        for n in levels:
+            service = TTSService(synth, config)
+            await service.start()
+            records, errors, wall = await _run_level(
+                service, texts, n, level_duration_s, think_time_s, realistic_durations, rng
+            )
+            hist = service.stats()["batch_size_histogram"]
+            await service.stop()
+            ttfa = [r.ttfa_s for r in records]
+            level = LevelResult(
+                concurrency=n,
+                streams=len(records),
+                errors=errors,
+                ttfa_p50_ms=_percentile_ms(ttfa, 50),
+                ttfa_p99_ms=_percentile_ms(ttfa, 99),
+                rtf_p50=float(np.median([r.rtf for r in records])) if records else float("nan"),
+                rtf_max=max((r.rtf for r in records), default=float("nan")),
+                stalled_streams=sum(r.stalled for r in records),
+                audio_s_per_s=sum(r.audio_s for r in records) / wall,
+                passed=bool(records)
+                and errors == 0
+                and not any(r.stalled for r in records)
+                and _percentile_ms(ttfa, 99) <= ttfa_p99_target_s * 1000.0,
+                batch_size_histogram=dict(hist),
+            )
+            say(f"N={n}: {asdict(level)}")
+            results.append(level)
+            failures = 0 if level.passed else failures + 1
+            if failures >= stop_after_failures:
+                break
+        return results
+
+    results = asyncio.run(levels_main())
+    passing = [lv.concurrency for lv in results if lv.passed]
+    best = max((lv.audio_s_per_s for lv in results), default=0.0)
+    return LoadBenchResult(
+        machine={
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(),
+            "torch": torch.__version__,
+            "torch_threads": torch.get_num_threads(),
+            "device": str(synth.device),
+            "backend": synth.backend,
+            "model": str(synth.model_dir),
+        },
+        settings={
+            "levels": list(levels),
+            "level_duration_s": level_duration_s,
+            "think_time_s": think_time_s,
+            "ttfa_p99_target_ms": ttfa_p99_target_s * 1000.0,
+            "baseline_requests": baseline_requests,
+            "realistic_durations": realistic_durations,
+            "max_batch": config.max_batch,
+            "max_wait_ms": config.max_wait_ms,
+            "seed": seed,
+        },
+        baseline=baseline,
+        levels=results,
+        max_realtime_streams=max(passing, default=0),
+        throughput_vs_baseline=best / baseline["audio_s_per_s"] if baseline["audio_s_per_s"] > 0 else 0.0,
+    )

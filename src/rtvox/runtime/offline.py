@@ -1,0 +1,192 @@
+"""Offline mode: many requests, or one long document, synthesized for throughput rather than latency.
+
+`synthesize_many` prepares a window of requests, sorts every chunk of the window by length (little padding) and
+runs them in large static batches through the same chunk step the service uses, then yields results in request
+order. `speak_document` turns a book into segments (paragraph groups), synthesizes them with `synthesize_many`,
+and keeps each finished segment on disk beside the output, so a crash or Ctrl-C keeps what was done and running
+the same command again continues where it stopped; the output file is written (atomically) only at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import shutil
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rtvox.constants import SAMPLE_RATE
+from rtvox.fsutil import atomic_write_bytes
+from rtvox.runtime.steps import ChunkJob, PreparedRequest
+from rtvox.runtime.types import AudioChunk, SynthesisRequest, SynthesisResult
+
+if TYPE_CHECKING:
+    from rtvox.runtime.synthesizer import Synthesizer
+
+ProgressFn = Callable[[int, int], None]  # (chunks done, chunks known so far)
+
+# Requests prepared together; their chunks are sorted by length across the whole window before batching.
+WINDOW_BATCHES = 4
+SEGMENT_CHARS = 2000  # a document segment: whole paragraphs up to about this many characters
+MANIFEST = "manifest.json"
+PARTS_SUFFIX = ".parts"
+_FORMAT_VERSION = 1
+PROGRESS_MIN_CHARS = 400  # shorter documents get no progress bar
+
+
+def synthesize_many(
+    synth: Synthesizer,
+    requests: Iterable[SynthesisRequest],
+    *,
+    max_batch: int = 64,
+    progress: ProgressFn | None = None,
+) -> Iterator[SynthesisResult]:
+    """Synthesize `requests` in large static batches; yields one SynthesisResult per request, in order.
+
+    Each result equals `synth.synthesize` of the same request (up to float rounding): same prepare, same step.
+    """
+    if max_batch < 1:
+        raise ValueError(f"max_batch must be at least 1, got {max_batch}")
+    done = known = 0
+    pending: list[PreparedRequest] = []
+    window_chunks = max_batch * WINDOW_BATCHES
+    it = iter(requests)
+    while True:
+        request = next(it, None)
+        if request is not None:
+            pending.append(synth.prepare(request))
+            known += len(pending[-1].chunks)
+            if sum(len(p.chunks) for p in pending) < window_chunks:
+                continue
+        if not pending:
+            return
+        jobs = [ChunkJob(p, i) for p in pending for i in range(len(p.chunks))]
+        jobs.sort(key=lambda j: len(j.prepared.chunks[j.index].ids))
+        outputs: dict[tuple[int, int], AudioChunk] = {}
+        for lo in range(0, len(jobs), max_batch):
+            batch = jobs[lo : lo + max_batch]
+            for job, out in zip(batch, synth.run_step(batch), strict=True):
+                outputs[(id(job.prepared), job.index)] = out
+            done += len(batch)
+            if progress is not None:
+                progress(done, known)
+        for prepared in pending:
+            chunks = tuple(outputs[(id(prepared), i)] for i in range(len(prepared.chunks)))
+            audio = np.concatenate([c.audio for c in chunks])
+            yield SynthesisResult(audio=audio, sample_rate=SAMPLE_RATE, chunks=chunks)
+        pending = []
+        if request is None:
+            return
+
+
+def split_document(text: str, max_chars: int) -> list[str]:
+    """Whole paragraphs (lines) grouped up to ~max_chars; a longer paragraph is cut at sentence ends."""
+    pieces: list[str] = []
+    for paragraph in (p.strip() for p in text.splitlines()):
+        if not paragraph:
+            continue
+        while len(paragraph) > max_chars:
+            # cut after the last sentence end within the limit, else hard at the limit
+            ends = [m.end() for m in re.finditer(r"[。！？!?.;；]\s*", paragraph[:max_chars])]
+            cut = ends[-1] if ends else max_chars
+            pieces.append(paragraph[:cut].strip())
+            paragraph = paragraph[cut:].strip()
+        if paragraph:
+            pieces.append(paragraph)
+    segments: list[str] = []
+    for piece in pieces:
+        if segments and len(segments[-1]) + 1 + len(piece) <= max_chars:
+            segments[-1] = segments[-1] + "\n" + piece
+        else:
+            segments.append(piece)
+    return segments
+
+
+def _fingerprint(synth: Synthesizer, segments: Sequence[str], base: SynthesisRequest) -> str:
+    """What the saved segments depend on: text, settings, model; a change restarts from scratch."""
+    digest = hashlib.sha256()
+    for value in (str(_FORMAT_VERSION), str(synth.model_dir.resolve()), synth.backend, *segments):
+        digest.update(value.encode() + b"\0")
+    for name in ("voice", "emotion", "emotion_alpha", "speed", "pitch_scale", "energy_scale"):
+        digest.update(f"{name}={getattr(base, name)!r}".encode() + b"\0")
+    for array in (base.speaker_embedding, base.emotion_ref):
+        digest.update(b"-" if array is None else np.ascontiguousarray(array, dtype=np.float32).tobytes())
+    return digest.hexdigest()
+
+
+def speak_document(
+    synth: Synthesizer,
+    text: str,
+    output: Path,
+    fmt: str,
+    base: SynthesisRequest,
+    *,
+    max_batch: int = 64,
+    progress: Callable[[int, int], None] | None = None,
+) -> float:
+    """Synthesize a long text into `output`, resumable; returns the audio seconds written.
+
+    `base` carries the settings (its text is ignored). Finished segments live in `<output>.parts/` until the
+    output is written; a manifest fingerprint of text, settings and model guards against mixing runs.
+    """
+    from rtvox.audio import write_audio
+
+    segments = split_document(text, SEGMENT_CHARS)  # read at call time (tests shrink it)
+    if not segments:
+        synth.prepare(replace(base, text=text))  # raises the frontend's "nothing to speak" TextError
+    parts = output.with_name(output.name + PARTS_SUFFIX)
+    fingerprint = _fingerprint(synth, segments, base)
+    manifest_path = parts / MANIFEST
+    if manifest_path.is_file():
+        manifest = json.loads(manifest_path.read_text())
+        if manifest.get("fingerprint") != fingerprint:  # another text or settings: old parts are useless
+            shutil.rmtree(parts)
+    parts.mkdir(parents=True, exist_ok=True)
+    if not manifest_path.is_file():
+        data = {"fingerprint": fingerprint, "segments": len(segments), "output": output.name}
+        atomic_write_bytes(manifest_path, json.dumps(data).encode())
+
+    def part(i: int) -> Path:
+        return parts / f"segment-{i:06d}.npy"
+
+    todo = [i for i in range(len(segments)) if not part(i).is_file()]
+    done = len(segments) - len(todo)
+    if progress is not None:
+        progress(done, len(segments))
+    requests = (replace(base, text=segments[i]) for i in todo)
+    for i, result in zip(todo, synthesize_many(synth, requests, max_batch=max_batch), strict=True):
+        buffer = io.BytesIO()
+        np.save(buffer, result.audio.astype(np.float32))
+        atomic_write_bytes(part(i), buffer.getvalue())  # a segment is either whole on disk or absent
+        done += 1
+        if progress is not None:
+            progress(done, len(segments))
+    audio = np.concatenate([np.load(part(i)) for i in range(len(segments))])
+    write_audio(output, audio, SAMPLE_RATE, fmt=fmt)
+    shutil.rmtree(parts)
+    return len(audio) / SAMPLE_RATE
+
+
+def speak_file(
+    synth: Synthesizer, text: str, output: Path, fmt: str, settings: dict[str, Any], emotion_ref: Path | None
+) -> float:
+    """`rtvox speak @file`: speak_document with the CLI's settings and a progress bar on stderr."""
+    from tqdm import tqdm
+
+    kept = {k: v for k, v in settings.items() if k not in ("max_chars", "duration")}
+    ref = None if emotion_ref is None else synth.load_reference(emotion_ref)
+    base = SynthesisRequest(text="", emotion_ref=ref, **kept)
+    with tqdm(desc="synthesizing", unit="segment", file=sys.stderr, disable=len(text) < PROGRESS_MIN_CHARS) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.total, bar.n = total, done
+            bar.refresh()
+
+        return speak_document(synth, text, output, fmt, base, progress=progress)

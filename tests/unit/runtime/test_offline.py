@@ -1,0 +1,108 @@
+"""Offline mode: synthesize_many equals one-by-one synthesis; documents resume after a crash without redoing work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rtvox.audio import decode_audio
+from rtvox.constants import SAMPLE_RATE
+from rtvox.runtime import Synthesizer
+from rtvox.runtime.offline import PARTS_SUFFIX, speak_document, split_document, synthesize_many
+from rtvox.runtime.types import SynthesisRequest
+
+from .conftest import assert_audio_close
+
+PARAGRAPHS = [
+    "第一章。今天天气很好，我们去公园散步吧。",
+    "It was a bright cold day in April, and the clocks were striking thirteen.",
+    "然后回家吃饭，晚上看一本书。",
+    "Hello again. This is the last paragraph of the tiny book.",
+]
+
+
+def test_synthesize_many_equals_synthesize_per_request(rsynth: Synthesizer) -> None:
+    requests = [SynthesisRequest(text=p, speed=1.0 + 0.1 * i) for i, p in enumerate(PARAGRAPHS * 2)]
+    seen: list[tuple[int, int]] = []
+    # max_batch=3: chunks of different requests share batches, in length order, across several windows
+    results = list(synthesize_many(rsynth, requests, max_batch=3, progress=lambda d, t: seen.append((d, t))))
+    assert len(results) == len(requests)
+    for request, result in zip(requests, results, strict=True):
+        want = rsynth.synthesize(request.text, speed=request.speed)
+        assert [c.durations for c in result.chunks] == [c.durations for c in want.chunks]
+        assert_audio_close(result.audio, want.audio)
+    assert seen[-1][0] == seen[-1][1] == sum(len(r.chunks) for r in results)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_split_document_keeps_paragraphs_whole_and_bounded() -> None:
+    text = "\n\n".join(PARAGRAPHS) + "\n" + "很长的句子。" * 100
+    segments = split_document(text, 120)
+    assert all(len(s) <= 120 for s in segments)
+    assert "".join("".join(segments).split()) == "".join(text.split())  # nothing lost or repeated
+    assert segments[0].split("\n")[0] == PARAGRAPHS[0]
+
+
+class Crash(RuntimeError):
+    pass
+
+
+def test_document_resumes_after_a_crash_without_redoing_segments(
+    rsynth: Synthesizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "\n".join(PARAGRAPHS * 3)
+    base = SynthesisRequest(text="", voice="ben")
+    clean = tmp_path / "clean.wav"
+    seconds = speak_document(rsynth, text, clean, "wav", base, max_batch=2)
+    assert not (tmp_path / ("clean.wav" + PARTS_SUFFIX)).exists()
+
+    out = tmp_path / "book.wav"
+    monkeypatch.setattr("rtvox.runtime.offline.SEGMENT_CHARS", 80)  # several segments
+    monkeypatch.setattr("rtvox.runtime.offline.WINDOW_BATCHES", 1)  # results leave after every window
+    real_step = rsynth.run_step
+    calls = {"n": 0}
+
+    def crashing_step(jobs: list) -> list:  # type: ignore[type-arg]
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise Crash("power cut")
+        return real_step(jobs)
+
+    monkeypatch.setattr(rsynth, "run_step", crashing_step)
+    with pytest.raises(Crash):
+        speak_document(rsynth, text, out, "wav", base, max_batch=2)
+    parts = tmp_path / ("book.wav" + PARTS_SUFFIX)
+    saved = sorted(parts.glob("segment-*.npy"))
+    assert saved and not out.exists()  # what was done is kept, nothing half-written
+    monkeypatch.setattr(rsynth, "run_step", real_step)
+    prepared: list[str] = []
+    real_prepare = rsynth.prepare
+    monkeypatch.setattr(rsynth, "prepare", lambda r: prepared.append(r.text) or real_prepare(r))
+    progress: list[tuple[int, int]] = []
+    resumed = speak_document(rsynth, text, out, "wav", base, max_batch=2, progress=lambda d, t: progress.append((d, t)))
+    assert progress[0] == (len(saved), progress[0][1]) and progress[-1][0] == progress[-1][1]
+    total_segments = progress[-1][1]
+    assert len(prepared) == total_segments - len(saved)  # finished segments were not synthesized again
+    assert not parts.exists()
+    audio, sr = decode_audio(out.read_bytes())
+    assert sr == SAMPLE_RATE and resumed == pytest.approx(len(audio) / SAMPLE_RATE)
+    # the resumed file equals an uninterrupted run with the same segmentation
+    uninterrupted = tmp_path / "again.wav"
+    speak_document(rsynth, text, uninterrupted, "wav", base, max_batch=2)
+    again, _ = decode_audio(uninterrupted.read_bytes())
+    assert_audio_close(audio, again, rel=1e-3)  # wav is 16-bit: compare after the same quantization
+    assert seconds > 0
+
+
+def test_changed_settings_restart_instead_of_mixing_runs(rsynth: Synthesizer, tmp_path: Path) -> None:
+    out = tmp_path / "book.wav"
+    parts = tmp_path / ("book.wav" + PARTS_SUFFIX)
+    parts.mkdir()
+    (parts / "manifest.json").write_text('{"fingerprint": "another text"}')
+    np.save(parts / "segment-000000.npy", np.ones(10, np.float32))  # would be wrong audio if reused
+    speak_document(rsynth, PARAGRAPHS[0], out, "wav", SynthesisRequest(text=""))
+    audio, _ = decode_audio(out.read_bytes())
+    want = rsynth.synthesize(PARAGRAPHS[0]).audio
+    assert len(audio) == len(want)
