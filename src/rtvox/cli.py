@@ -12,10 +12,14 @@ import typer
 
 from rtvox.constants import AUDIO_FORMATS, SAMPLE_RATE
 from rtvox.errors import InputError, RtvoxError
+from rtvox.eval.commands import register as register_eval
+from rtvox.training.commands import train_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="rtvox: fast expressive zh/en text-to-speech")
 voices_app = typer.Typer(no_args_is_help=True, help="List, clone and remove voices.")
 app.add_typer(voices_app, name="voices")
+app.add_typer(train_app, name="train")
+register_eval(app, train_app)  # `rtvox eval`, `rtvox train emotion-judge`
 
 T = TypeVar("T")
 

@@ -1,7 +1,7 @@
 """Audio in and out: decode, resample, loudness, silence trimming, reference checks, mel features, encode.
 
-Everything here is numpy except the mel module (torch), which is imported lazily so that decoding an upload
-or encoding a response never loads torch.
+Every name is imported lazily from its module: decoding an upload or encoding a response never loads torch,
+and the mel module (torch only) works where the codec libraries are not installed (the GPU training image).
 """
 
 from __future__ import annotations
@@ -9,15 +9,25 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from rtvox.audio.decode import AudioSource, decode_audio, load_audio, resample, to_mono
-from rtvox.audio.encode import MEDIA_TYPES, StreamEncoder, check_format, encode_audio, write_audio
-from rtvox.audio.loudness import integrated_loudness, normalize_loudness, peak_limit, rms_dbfs, trim_silence
-from rtvox.audio.reference import check_reference, prepare_reference, prepare_reference_array
-
-_LAZY = {"MelSpectrogram": "rtvox.audio.mel", "mel_filterbank": "rtvox.audio.mel"}
+_LAZY = {
+    **dict.fromkeys(("AudioSource", "decode_audio", "load_audio", "resample", "to_mono"), "rtvox.audio.decode"),
+    **dict.fromkeys(
+        ("MEDIA_TYPES", "StreamEncoder", "check_format", "encode_audio", "write_audio"), "rtvox.audio.encode"
+    ),
+    **dict.fromkeys(
+        ("integrated_loudness", "normalize_loudness", "peak_limit", "rms_dbfs", "trim_silence"),
+        "rtvox.audio.loudness",
+    ),
+    **dict.fromkeys(("check_reference", "prepare_reference", "prepare_reference_array"), "rtvox.audio.reference"),
+    **dict.fromkeys(("MelSpectrogram", "mel_filterbank"), "rtvox.audio.mel"),
+}
 
 if TYPE_CHECKING:
+    from rtvox.audio.decode import AudioSource, decode_audio, load_audio, resample, to_mono
+    from rtvox.audio.encode import MEDIA_TYPES, StreamEncoder, check_format, encode_audio, write_audio
+    from rtvox.audio.loudness import integrated_loudness, normalize_loudness, peak_limit, rms_dbfs, trim_silence
     from rtvox.audio.mel import MelSpectrogram, mel_filterbank
+    from rtvox.audio.reference import check_reference, prepare_reference, prepare_reference_array
 
 
 def __getattr__(name: str) -> Any:

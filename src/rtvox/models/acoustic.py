@@ -60,6 +60,9 @@ class AcousticConfig:
     decoder_layers: int = 4
     ff_dim: int = 1024  # conv FFN hidden channels
     ff_kernels: tuple[int, int] = (9, 1)  # conv FFN kernel sizes (FastSpeech: 9 then 1)
+    # The decoder runs at the frame rate (93.75/s, ~8x the phoneme rate), so its FFN kernel sets most of the
+    # model's cost; None = the same as ff_kernels.
+    decoder_ff_kernels: tuple[int, int] | None = None
     variance_channels: int = 256
     variance_kernel: int = 3
     postnet_layers: int = 5  # 0 = no postnet
@@ -84,8 +87,15 @@ class AcousticConfig:
             dropout=0.0,
             cond_dim=SPEAKER_EMBED_DIM + 16,
         ),
-        # ~20M parameters: the shipped model.
+        # ~20M parameters.
         "base": dict(ff_dim=768),
+        # ~17M parameters, ~6M multiply-adds per mel frame: the shipped default (2-core CPU real-time budget).
+        "small": dict(
+            ff_dim=768,
+            decoder_ff_kernels=(5, 1),
+            postnet_layers=3,
+            dropout=0.05,
+        ),
     }
 
     def __post_init__(self) -> None:
@@ -158,7 +168,8 @@ class AcousticModel(nn.Module):
         self.encoder = FFTStack(cfg.encoder_layers, *body, cond_dim=cfg.cond_dim)
         self.cond_proj = nn.Linear(cfg.cond_dim, cfg.dim)
         self.variance = VarianceAdaptor(cfg.dim, cfg.variance_channels, cfg.variance_kernel, cfg.dropout)
-        self.decoder = FFTStack(cfg.decoder_layers, *body)
+        dec_kernels = cfg.decoder_ff_kernels or cfg.ff_kernels
+        self.decoder = FFTStack(cfg.decoder_layers, cfg.dim, cfg.n_heads, cfg.ff_dim, dec_kernels, cfg.dropout)
         self.mel_out = nn.Linear(cfg.dim, cfg.n_mels)
         self.postnet = (
             Postnet(cfg.n_mels, cfg.postnet_channels, cfg.postnet_layers, cfg.postnet_kernel, cfg.dropout)

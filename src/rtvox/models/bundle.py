@@ -39,7 +39,13 @@ from rtvox.fsutil import atomic_write_bytes
 from rtvox.models.acoustic import AcousticConfig, AcousticModel
 from rtvox.models.emotion import EmotionConfig, EmotionEncoder, EmotionTable
 from rtvox.models.layers import count_parameters
-from rtvox.models.vocoder import HiFiGAN, VocoderConfig
+from rtvox.models.vocoder import (
+    AnyVocoder,
+    AnyVocoderConfig,
+    build_vocoder,
+    vocoder_config_from_dict,
+    vocoder_preset,
+)
 
 FORMAT_VERSION = 1
 CONFIG_NAME = "config.json"
@@ -61,7 +67,7 @@ class ModelConfig:
     version: str
     vocab_size: int  # phoneme vocabulary size; equals acoustic.vocab_size
     acoustic: AcousticConfig
-    vocoder: VocoderConfig
+    vocoder: AnyVocoderConfig
     emotion: EmotionConfig
     sample_rate: int = SAMPLE_RATE
     hop_length: int = HOP_LENGTH
@@ -74,6 +80,7 @@ class ModelConfig:
         "tiny": ("tiny", "tiny", "tiny"),  # tests and CI
         "base": ("base", "v1", "base"),  # the shipped quality model
         "light": ("base", "light", "base"),  # same acoustic model, 15x smaller vocoder
+        "small": ("small", "vocos-small", "base"),  # the shipped default: fast on a 2-core CPU
     }
 
     def __post_init__(self) -> None:
@@ -97,7 +104,7 @@ class ModelConfig:
             version=version,
             vocab_size=vocab_size,
             acoustic=AcousticConfig.preset(acoustic, vocab_size=vocab_size, cond_dim=emotion_config.cond_dim),
-            vocoder=VocoderConfig.preset(vocoder),
+            vocoder=vocoder_preset(vocoder),
             emotion=emotion_config,
         )
 
@@ -127,7 +134,7 @@ class ModelConfig:
         if data.get("format_version", FORMAT_VERSION) > FORMAT_VERSION:
             raise ModelError(f"{CONFIG_NAME}: format_version {data['format_version']} is newer; upgrade rtvox")
         data["acoustic"] = AcousticConfig.from_dict(data["acoustic"])
-        data["vocoder"] = VocoderConfig.from_dict(data["vocoder"])
+        data["vocoder"] = vocoder_config_from_dict(data["vocoder"])
         data["emotion"] = EmotionConfig.from_dict(data["emotion"])
         try:
             return cls(**data)
@@ -262,7 +269,7 @@ class ModelBundle:
         self,
         config: ModelConfig,
         acoustic: AcousticModel,
-        vocoder: HiFiGAN,
+        vocoder: AnyVocoder,
         emotion_encoder: EmotionEncoder,
         emotion_table: EmotionTable,
         voices: dict[str, Tensor],
@@ -316,7 +323,7 @@ class ModelBundle:
 
         with torch.device("meta"):
             acoustic = AcousticModel(config.acoustic)
-            vocoder = HiFiGAN(config.vocoder)
+            vocoder = build_vocoder(config.vocoder)
             encoder = EmotionEncoder(config.emotion)
             table = EmotionTable(config.emotion)
         _assign(acoustic, load_weights(directory, "acoustic", device, dtype), f"{directory}/acoustic*.safetensors")
@@ -440,7 +447,7 @@ def make_random_bundle(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         acoustic = AcousticModel(config.acoustic).eval()
-        vocoder = HiFiGAN(config.vocoder).eval()
+        vocoder = build_vocoder(config.vocoder).eval()
         encoder = EmotionEncoder(config.emotion).eval()
         table = EmotionTable(config.emotion).eval()
         embeddings = {

@@ -24,8 +24,9 @@ from torch.nn.utils import parametrize
 from torch.nn.utils.parametrizations import weight_norm as apply_weight_norm
 
 from rtvox.constants import HOP_LENGTH, N_MELS
-from rtvox.errors import InputError
+from rtvox.errors import InputError, ModelError
 from rtvox.models.layers import config_from_dict, config_to_dict
+from rtvox.models.vocos import Vocos, VocosConfig
 
 LRELU_SLOPE = 0.1  # between layers, as in the reference HiFi-GAN
 
@@ -34,6 +35,7 @@ LRELU_SLOPE = 0.1  # between layers, as in the reference HiFi-GAN
 class VocoderConfig:
     """HiFi-GAN generator hyper-parameters; stored under "vocoder" in the model's config.json."""
 
+    family: str = "hifigan"
     n_mels: int = N_MELS
     initial_channels: int = 512
     upsample_rates: tuple[int, ...] = (8, 8, 2, 2)  # product must equal HOP_LENGTH
@@ -54,6 +56,8 @@ class VocoderConfig:
     }
 
     def __post_init__(self) -> None:
+        if self.family != "hifigan":
+            raise ValueError(f"VocoderConfig.family must be 'hifigan', got {self.family!r}")
         if math.prod(self.upsample_rates) != HOP_LENGTH:
             raise ValueError(
                 f"upsample_rates {self.upsample_rates} multiply to {math.prod(self.upsample_rates)}, "
@@ -157,3 +161,29 @@ class HiFiGAN(nn.Module):
             if parametrize.is_parametrized(module, "weight"):
                 state[f"{name}.weight"] = module.weight.detach()  # evaluates g * v / |v|
         return state
+
+
+# ---------------------------------------------------------------------------------------------- families
+AnyVocoderConfig = VocoderConfig | VocosConfig
+AnyVocoder = HiFiGAN | Vocos
+VOCODER_FAMILIES: dict[str, type[VocoderConfig] | type[VocosConfig]] = {"hifigan": VocoderConfig, "vocos": VocosConfig}
+
+
+def vocoder_preset(name: str) -> AnyVocoderConfig:
+    """A vocoder config by preset name: HiFi-GAN's "v1" / "light" / "tiny", or "vocos-<preset>"."""
+    if name.startswith("vocos-"):
+        return VocosConfig.preset(name.removeprefix("vocos-"))
+    return VocoderConfig.preset(name)
+
+
+def vocoder_config_from_dict(data: dict[str, Any]) -> AnyVocoderConfig:
+    """The config of whichever family `data["family"]` names (absent: HiFi-GAN, the first format)."""
+    family = data.get("family", "hifigan")
+    if family not in VOCODER_FAMILIES:
+        raise ModelError(f"unknown vocoder family {family!r} in config.json; one of {', '.join(VOCODER_FAMILIES)}")
+    return VOCODER_FAMILIES[family].from_dict(data)
+
+
+def build_vocoder(config: AnyVocoderConfig) -> AnyVocoder:
+    """An inference vocoder module for `config` (HiFi-GAN without weight norm, or Vocos)."""
+    return Vocos(config) if isinstance(config, VocosConfig) else HiFiGAN(config)

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Train the default model on the GPU machine in calls of under 10 minutes (see recipes/train/README.md).
+#
+#   recipes/train/gpu.sh upload DIR            copy carried shards from DIR into $DATA (a warm machine keeps them)
+#   recipes/train/gpu.sh train DIR MINUTES     copy DIR's shards too, then train acoustic + vocoder side by side
+#                                              for MINUTES, resuming from $RUNS when a previous call left state
+#                                              there, else from snapshots in DIR/init if present; the snapshots
+#                                              and logs go to $OUT as 15 MiB pieces of one tar (snap.tar.*).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DATA=${DATA:-/tmp/rtvox-data}
+RUNS=${RUNS:-/tmp/rtvox-runs}
+OUT=${OUT:-/tmp/rtvox-out}
+mode=$1
+src=$2
+mkdir -p "$DATA" "$RUNS" "$OUT"
+cp -v "$src"/*.npz* "$src"/pack.json "$DATA"/ 2>/dev/null || true
+ls -la "$DATA"
+[ "$mode" = upload ] && exit 0
+
+minutes=$3
+# soundfile (Opus decoding for the vocoder's data) is not in the GPU image: carried as wheels in .whl/
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src:/tmp/site:${PYTHONPATH:-}
+nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv
+ainit=() vinit=()
+if [ ! -f "$RUNS/acoustic/state.pt" ] && [ -d "$src/init/acoustic" ]; then ainit=(--init "$src/init/acoustic"); fi
+if [ ! -f "$RUNS/vocoder/state.pt" ] && [ -d "$src/init/vocoder" ]; then vinit=(--init "$src/init/vocoder"); fi
+python3 -m rtvox train acoustic --data "$DATA" --run-dir "$RUNS/acoustic" --minutes "$minutes" \
+  --batch-frames "${BATCH_FRAMES:-24000}" "${ainit[@]}" >"$RUNS/acoustic.log" 2>&1 &
+apid=$!
+python3 -m rtvox train vocoder --data "$DATA" --run-dir "$RUNS/vocoder" --minutes "$minutes" \
+  --batch "${VOC_BATCH:-32}" "${vinit[@]}" >"$RUNS/vocoder.log" 2>&1 &
+vpid=$!
+( while kill -0 $apid 2>/dev/null; do sleep 60; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; tail -n 1 "$RUNS/acoustic.log"; tail -n 1 "$RUNS/vocoder.log"; done ) &
+wait $apid || echo "acoustic exited with $?"
+wait $vpid || echo "vocoder exited with $?"
+tail -n 3 "$RUNS/acoustic.log" "$RUNS/vocoder.log"
+mkdir -p /tmp/pack/acoustic /tmp/pack/vocoder
+cp "$RUNS"/acoustic/snapshot/* /tmp/pack/acoustic/ 2>/dev/null || true
+cp "$RUNS"/vocoder/snapshot/* /tmp/pack/vocoder/ 2>/dev/null || true
+cp "$RUNS"/*.log "$RUNS"/acoustic/log.jsonl /tmp/pack/ 2>/dev/null || true
+cp "$RUNS"/vocoder/log.jsonl /tmp/pack/vocoder-log.jsonl 2>/dev/null || true
+tar cf - -C /tmp pack | split -b 15M - "$OUT/snap.tar."
+ls -la "$OUT"

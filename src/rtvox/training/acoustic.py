@@ -1,0 +1,222 @@
+"""`rtvox train acoustic`: the FastSpeech2 acoustic model, its aligner and the emotion encoder/table, jointly.
+
+One step: the aligner's soft alignment (forward-sum loss) → best monotonic path → integer durations, frame
+pitch/energy averaged per phoneme → condition = GE2E speaker ⊕ α·emotion (the label's table entry, or the
+encoder's embedding of the utterance itself, or α = 0 for a share of steps so that α = 0 means "the voice's
+neutral style") → teacher-forced FastSpeech2 pass and its losses, plus the emotion encoder as a classifier tied
+to the table. bf16 autocast on CUDA; time-boxed runs that checkpoint as they go and resume.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from rtvox.models.acoustic import AcousticModel, acoustic_losses
+from rtvox.models.bundle import ModelConfig
+from rtvox.models.emotion import EmotionEncoder, EmotionTable, fuse_condition
+from rtvox.text.vocab import Vocabulary
+from rtvox.training.align import (
+    Aligner,
+    binarization_loss,
+    diagonal_prior,
+    forward_sum_loss,
+    hard_alignment,
+    masked_log_softmax,
+    monotonic_durations,
+    phoneme_average,
+    utterance_zscore,
+)
+from rtvox.training.checkpoint import load_snapshot, load_state, save_snapshot, save_state
+from rtvox.training.data import AcousticSet, LengthBatcher, collate_acoustic, describe, load_acoustic
+
+P_ENCODER_EMOTION = 0.3  # share of rows conditioned on the emotion encoder's embedding of the clip itself
+P_NO_EMOTION = 0.1  # share of rows with α = 0
+
+
+@dataclass
+class AcousticRun:
+    """Settings of one training run (CLI flags)."""
+
+    data: Path
+    run_dir: Path
+    preset: str = "small"
+    init: Path | None = None  # a weight snapshot to start from
+    snapshot: Path | None = None  # where to write the weight snapshot (default run_dir/snapshot)
+    minutes: float = 8.0
+    max_steps: int = 1_000_000
+    batch_frames: int = 24_000
+    lr: float = 1e-3
+    warmup: int = 1000
+    bin_start: int = 2000  # step at which the binarization loss starts
+    seed: int = 0
+    device: str = "cuda"
+    log_every: int = 100
+    save_every_min: float = 2.0
+
+
+def _lr(step: int, run: AcousticRun) -> float:
+    step = max(step, 1)
+    return run.lr * min(step / run.warmup, math.sqrt(run.warmup / step))
+
+
+def build_modules(config: ModelConfig, vocab_size: int) -> dict[str, torch.nn.Module]:
+    return {
+        "acoustic": AcousticModel(config.acoustic),
+        "aligner": Aligner(vocab_size, config.n_mels),
+        "emotion_encoder": EmotionEncoder(config.emotion),
+        "emotion_table": EmotionTable(config.emotion),
+    }
+
+
+def targets(batch: dict[str, Tensor], durations: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(hard path [B, T, N], per-phoneme normalized pitch [B, N], energy [B, N]) from frame features."""
+    path = hard_alignment(durations, batch["mel"].shape[2]) & batch["frame_mask"][:, :, None]
+    pitch_z = utterance_zscore(batch["log_f0"], batch["voiced"])
+    pitch = phoneme_average(pitch_z, batch["voiced"].float(), path)
+    energy_z = utterance_zscore(batch["mel"].mean(1), batch["frame_mask"])
+    energy = phoneme_average(energy_z, batch["frame_mask"].float(), path)
+    return path, pitch, energy
+
+
+def step_losses(
+    modules: dict[str, torch.nn.Module], batch: dict[str, Tensor], step: int, run: AcousticRun
+) -> tuple[dict[str, Tensor], Tensor]:
+    """All losses of one batch (and the durations used)."""
+    aligner, model = modules["aligner"], modules["acoustic"]
+    assert isinstance(model, AcousticModel)
+    mel, ph_len, mel_len = batch["mel"], batch["ph_len"], batch["mel_len"]
+    logits = aligner(batch["ids"], mel)
+    logits = logits + diagonal_prior(ph_len, mel_len, logits.shape[2], logits.shape[1])
+    fs = forward_sum_loss(logits, ph_len, mel_len)
+    log_attn = masked_log_softmax(logits, batch["ph_mask"])
+    durations = monotonic_durations(log_attn, ph_len, mel_len)
+    path, pitch, energy = targets(batch, durations)
+    bin_loss = binarization_loss(log_attn, path)
+
+    b = mel.shape[0]
+    enc_emb, enc_logits = modules["emotion_encoder"](mel, batch["frame_mask"])
+    table_emb = modules["emotion_table"](batch["emotion"])
+    r = torch.rand(b, device=mel.device)
+    emotion = torch.where((r < P_ENCODER_EMOTION)[:, None], enc_emb, table_emb)
+    alpha = (r < 1 - P_NO_EMOTION).float()
+    cond = fuse_condition(batch["ge2e"], emotion, alpha)
+    out = model.forward_train(batch["ids"], batch["ph_mask"], cond, durations, pitch, energy)
+    losses = acoustic_losses(out, mel, durations, pitch, energy)
+    losses["align"] = fs
+    losses["binarize"] = bin_loss
+    losses["emotion_ce"] = F.cross_entropy(enc_logits.float(), batch["emotion"])
+    losses["emotion_tie"] = (1 - F.cosine_similarity(enc_emb.float(), table_emb.float().detach())).mean() + (
+        1 - F.cosine_similarity(table_emb.float(), enc_emb.float().detach())
+    ).mean()
+    w_bin = min(1.0, max(0.0, (step - run.bin_start) / 1000))
+    losses["total"] = losses["total"] + fs + w_bin * bin_loss + 0.1 * losses["emotion_ce"] + 0.1 * losses["emotion_tie"]
+    return losses, durations
+
+
+def _split(data: AcousticSet, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(data))
+    n_val = max(1, min(64, len(data) // 50))
+    return order[n_val:], order[:n_val]
+
+
+@torch.no_grad()
+def validate(modules: dict[str, torch.nn.Module], data: AcousticSet, index: np.ndarray, run: AcousticRun) -> float:
+    for m in modules.values():
+        m.eval()
+    device = torch.device(run.device)
+    total, count = 0.0, 0
+    for start in range(0, len(index), 16):
+        batch = collate_acoustic(data, index[start : start + 16], device)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            losses, _ = step_losses(modules, batch, 10**9, run)
+        total += float(losses["mel_post"]) * len(batch["ids"])
+        count += len(batch["ids"])
+    for m in modules.values():
+        m.train()
+    return total / max(count, 1)
+
+
+def train_acoustic(run: AcousticRun) -> dict[str, Any]:
+    """Train until `minutes` or `max_steps`; returns the final progress record."""
+    t0 = time.monotonic()
+    torch.manual_seed(run.seed)
+    device = torch.device(run.device)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    data = load_acoustic(run.data)
+    vocab = Vocabulary.default()
+    config = ModelConfig.preset(run.preset, vocab_size=len(vocab), name="rtvox-base")
+    modules = build_modules(config, len(vocab))
+    progress: dict[str, Any] = {"step": 0, "seconds": 0.0, "preset": run.preset}
+    if run.init is not None:
+        progress.update(load_snapshot(run.init, modules))
+    for m in modules.values():
+        m.to(device).train()
+    params = [p for m in modules.values() for p in m.parameters()]
+    opt = torch.optim.AdamW(params, lr=run.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    resumed = load_state(run.run_dir, modules, {"opt": opt})
+    if resumed is not None:
+        progress = resumed
+    train_idx, val_idx = _split(data, run.seed)
+    batcher = LengthBatcher(data.mel_lengths[train_idx], run.batch_frames, run.seed + progress["step"])
+    log_path = run.run_dir / "log.jsonl"
+    run.run_dir.mkdir(parents=True, exist_ok=True)
+    print(f"acoustic: {describe(data)}; start at step {progress['step']}", flush=True)
+    last_save = time.monotonic()
+    step = int(progress["step"])
+    seconds0 = float(progress.get("seconds", 0.0))
+    done = False
+    cpu = torch.device("cpu")
+    pool = ThreadPoolExecutor(max_workers=2)  # collates the next batches while the GPU runs this one
+    while not done:
+        batches = batcher.epoch()
+        pending = [pool.submit(collate_acoustic, data, train_idx[rows], cpu) for rows in batches[:2]]
+        for i in range(len(batches)):
+            if i + 2 < len(batches):
+                pending.append(pool.submit(collate_acoustic, data, train_idx[batches[i + 2]], cpu))
+            batch = {k: v.to(device, non_blocking=True) for k, v in pending[i].result().items()}
+            pending[i] = pending[i].__class__()  # drop the reference so the pinned batch can be freed
+            for group in opt.param_groups:
+                group["lr"] = _lr(step, run)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                losses, _ = step_losses(modules, batch, step, run)
+            opt.zero_grad(set_to_none=True)
+            losses["total"].backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            step += 1
+            elapsed = time.monotonic() - t0
+            if step % run.log_every == 0:
+                record = {k: round(float(v), 4) for k, v in losses.items()}
+                record |= {"step": step, "lr": _lr(step, run), "grad": round(float(grad_norm), 3)}
+                record["t"] = round(elapsed, 1)
+                with log_path.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(record) + "\n")
+                print(json.dumps(record), flush=True)
+            progress = {"step": step, "seconds": seconds0 + elapsed, "preset": run.preset}
+            if time.monotonic() - last_save > run.save_every_min * 60:
+                save_state(run.run_dir, modules, {"opt": opt}, progress)
+                last_save = time.monotonic()
+            if elapsed > run.minutes * 60 or step >= run.max_steps:
+                done = True
+                break
+    pool.shutdown(wait=False, cancel_futures=True)
+    progress["val_mel_l1"] = round(validate(modules, data, val_idx, run), 4)
+    progress["seconds"] = seconds0 + time.monotonic() - t0
+    save_state(run.run_dir, modules, {"opt": opt}, progress)
+    save_snapshot(run.snapshot or run.run_dir / "snapshot", modules, progress)
+    print(json.dumps({"final": progress}), flush=True)
+    return progress

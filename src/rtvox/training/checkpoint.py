@@ -1,0 +1,75 @@
+"""Resumable training state and portable weight snapshots.
+
+Two kinds of file, because the GPU machine is bare on every start and returns at most 16 MiB per file:
+- `state.pt` in the run directory: everything to resume in place (modules, optimizers, step, RNG), written
+  atomically every few minutes, so a killed run loses minutes, not the run.
+- weight snapshots: each module's weights as fp16 safetensors shards (< 16 MiB each) plus `progress.json`
+  (step, seconds trained, last losses). A later run starts from a snapshot with `--init` (fresh optimizer
+  moments, same step count); `rtvox train export` builds a model directory from snapshots.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from rtvox.fsutil import atomic_write_bytes
+from rtvox.models.bundle import load_weights, save_weights
+
+STATE_NAME = "state.pt"
+PROGRESS_NAME = "progress.json"
+
+
+def save_state(run_dir: Path, modules: dict[str, nn.Module], optimizers: dict[str, Any], extra: dict[str, Any]) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    state = {
+        "modules": {k: m.state_dict() for k, m in modules.items()},
+        "optimizers": {k: o.state_dict() for k, o in optimizers.items()},
+        "extra": extra,
+        "rng": torch.get_rng_state(),
+    }
+    tmp = run_dir / f".{STATE_NAME}.tmp"
+    torch.save(state, tmp)
+    os.replace(tmp, run_dir / STATE_NAME)
+
+
+def load_state(run_dir: Path, modules: dict[str, nn.Module], optimizers: dict[str, Any]) -> dict[str, Any] | None:
+    """Restore in place from run_dir/state.pt; returns its `extra` dict, or None when there is none."""
+    path = run_dir / STATE_NAME
+    if not path.is_file():
+        return None
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    for key, module in modules.items():
+        module.load_state_dict(state["modules"][key])
+    for key, opt in optimizers.items():
+        if key in state["optimizers"]:
+            opt.load_state_dict(state["optimizers"][key])
+    torch.set_rng_state(state["rng"])
+    extra: dict[str, Any] = state["extra"]
+    return extra
+
+
+def save_snapshot(directory: Path, modules: dict[str, nn.Module], progress: dict[str, Any]) -> list[Path]:
+    """fp16 safetensors per module (sharded under 16 MiB) + progress.json."""
+    directory.mkdir(parents=True, exist_ok=True)
+    files: list[Path] = []
+    for name, module in modules.items():
+        state = getattr(module, "inference_state_dict", module.state_dict)()
+        files += save_weights(directory, name, {k: v.detach().float().cpu() for k, v in state.items()})
+    atomic_write_bytes(directory / PROGRESS_NAME, json.dumps(progress, indent=1).encode("utf-8"))
+    return files
+
+
+def load_snapshot(directory: Path, modules: dict[str, nn.Module]) -> dict[str, Any]:
+    """Load the snapshot's weights (fp16 -> fp32) into `modules` (strict); returns progress.json."""
+    for name, module in modules.items():
+        state = load_weights(directory, name, torch.device("cpu"), torch.float32)
+        module.load_state_dict(state, strict=True)
+    path = directory / PROGRESS_NAME
+    progress: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return progress

@@ -1,0 +1,102 @@
+"""`rtvox train ...` commands. Thin: parse flags, call the training modules (imported only when run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+train_app = typer.Typer(no_args_is_help=True, help="Train the acoustic model, the vocoder or the emotion judge.")
+
+DataOpt = Annotated[Path, typer.Option("--data", help="folder of packed shards (recipes/train/pack.py)")]
+RunOpt = Annotated[Path, typer.Option("--run-dir", help="where state.pt, log.jsonl and the snapshot go")]
+InitOpt = Annotated[Path | None, typer.Option("--init", help="weight snapshot to start from")]
+SnapOpt = Annotated[Path | None, typer.Option("--snapshot", help="where to write the weight snapshot")]
+MinutesOpt = Annotated[float, typer.Option("--minutes", help="wall-clock budget of this run")]
+DeviceOpt = Annotated[str, typer.Option("--device")]
+
+
+@train_app.command("acoustic")
+def acoustic(
+    data: DataOpt,
+    run_dir: RunOpt,
+    preset: Annotated[str, typer.Option("--preset")] = "small",
+    init: InitOpt = None,
+    snapshot: SnapOpt = None,
+    minutes: MinutesOpt = 8.0,
+    max_steps: Annotated[int, typer.Option("--max-steps")] = 1_000_000,
+    batch_frames: Annotated[int, typer.Option("--batch-frames")] = 24_000,
+    lr: Annotated[float, typer.Option("--lr")] = 1e-3,
+    device: DeviceOpt = "cuda",
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """FastSpeech2 + aligner + emotion encoder/table, jointly (resumes from RUN_DIR/state.pt)."""
+    from rtvox.training.acoustic import AcousticRun, train_acoustic
+
+    train_acoustic(
+        AcousticRun(
+            data=data,
+            run_dir=run_dir,
+            preset=preset,
+            init=init,
+            snapshot=snapshot,
+            minutes=minutes,
+            max_steps=max_steps,
+            batch_frames=batch_frames,
+            lr=lr,
+            device=device,
+            seed=seed,
+        )
+    )
+
+
+@train_app.command("vocoder")
+def vocoder(
+    data: DataOpt,
+    run_dir: RunOpt,
+    preset: Annotated[str, typer.Option("--preset")] = "vocos-small",
+    init: InitOpt = None,
+    snapshot: SnapOpt = None,
+    minutes: MinutesOpt = 8.0,
+    max_steps: Annotated[int, typer.Option("--max-steps")] = 1_000_000,
+    batch: Annotated[int, typer.Option("--batch")] = 32,
+    gan_start: Annotated[int, typer.Option("--gan-start", help="-1 = no adversarial losses")] = 0,
+    device: DeviceOpt = "cuda",
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """The vocoder on random audio segments (resumes from RUN_DIR/state.pt)."""
+    from rtvox.training.vocoder import VocoderRun, train_vocoder
+
+    train_vocoder(
+        VocoderRun(
+            data=data,
+            run_dir=run_dir,
+            preset=preset,
+            init=init,
+            snapshot=snapshot,
+            minutes=minutes,
+            max_steps=max_steps,
+            batch=batch,
+            gan_start=gan_start,
+            device=device,
+            seed=seed,
+        )
+    )
+
+
+@train_app.command("export")
+def export(
+    acoustic_snapshot: Annotated[Path, typer.Option("--acoustic")],
+    vocoder_snapshot: Annotated[Path, typer.Option("--vocoder")],
+    data: DataOpt,
+    voices: Annotated[Path, typer.Option("--voices", help="JSON: built-in voice names -> corpus speakers")],
+    out: Annotated[Path, typer.Option("--out")],
+    name: Annotated[str, typer.Option("--name")] = "rtvox-base",
+    version: Annotated[str, typer.Option("--version")] = "1.0.0",
+) -> None:
+    """Build a model directory (fp16 safetensors, voices, config) from snapshots."""
+    from rtvox.training.export import export_bundle
+
+    bundle = export_bundle(acoustic_snapshot, vocoder_snapshot, data, voices, out, name=name, version=version)
+    typer.echo(f"wrote {out} ({', '.join(bundle.voices)})")

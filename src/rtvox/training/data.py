@@ -1,0 +1,216 @@
+"""Training data: packed shards (recipes/train/pack.py) held in memory, length-bucketed batches, collation.
+
+A packed acoustic shard is an LZMA-compressed .npz of concatenated per-utterance arrays (phoneme ids, 6-bit
+log-mel codes delta-coded along time, frame F0 codes, GE2E embeddings, labels); a vocoder shard holds
+Opus-coded audio. Everything is decoded once at load; batches are numpy slices turned into tensors.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import lzma
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from rtvox.errors import InputError
+
+
+@dataclass
+class PackInfo:
+    """pack.json: speaker/emotion/language tables and the quantization constants."""
+
+    speakers: list[str]
+    emotions: list[str]
+    mel_lo: float
+    mel_hi: float
+    mel_levels: int
+    f0_lo: float
+    f0_hi: float
+
+    @classmethod
+    def load(cls, path: Path) -> PackInfo:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls(
+            speakers=list(data["speakers"]),
+            emotions=list(data["emotions"]),
+            mel_lo=float(data["mel_range"][0]),
+            mel_hi=float(data["mel_range"][1]),
+            mel_levels=int(data.get("mel_levels", 256)),
+            f0_lo=float(data["f0_range"][0]),
+            f0_hi=float(data["f0_range"][1]),
+        )
+
+
+@dataclass
+class AcousticSet:
+    """All utterances of the loaded shards, concatenated; offsets index them."""
+
+    info: PackInfo
+    ids: np.ndarray  # uint16 [Σ N]
+    mel: np.ndarray  # uint8 codes [Σ T, 80]
+    f0: np.ndarray  # uint8 codes [Σ T], 0 = unvoiced
+    ph_off: np.ndarray  # int64 [U + 1]
+    mel_off: np.ndarray  # int64 [U + 1]
+    ge2e: np.ndarray  # float32 [U, 256]
+    speaker: np.ndarray  # int64 [U]
+    emotion: np.ndarray  # int64 [U]
+    lang: np.ndarray  # int64 [U]
+    utt: list[str]
+
+    def __len__(self) -> int:
+        return len(self.utt)
+
+    @property
+    def mel_lengths(self) -> np.ndarray:
+        return np.diff(self.mel_off)
+
+    @property
+    def hours(self) -> float:
+        return float(self.mel_off[-1]) * 256 / 24000 / 3600
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(lengths.astype(np.int64))])
+
+
+def load_acoustic(directory: Path, shards: list[str] | None = None) -> AcousticSet:
+    """Load every acoustic-*.npz.xz in `directory` (or the named ones)."""
+    info = PackInfo.load(directory / "pack.json")
+    files = [directory / s for s in shards] if shards else sorted(directory.glob("acoustic-*.npz.xz"))
+    if not files:
+        raise InputError(f"no acoustic-*.npz.xz shards in {directory}; run recipes/train/pack.py first")
+    parts: list[dict[str, np.ndarray]] = []
+    for path in files:
+        with np.load(io.BytesIO(lzma.decompress(path.read_bytes()))) as z:
+            parts.append({k: z[k] for k in z.files})
+    mel = np.concatenate([np.cumsum(p["mel_delta"].astype(np.int64), axis=0).astype(np.uint8) for p in parts])
+    mel_len = np.concatenate([p["mel_len"] for p in parts])
+    ph_len = np.concatenate([p["ph_len"] for p in parts])
+    return AcousticSet(
+        info=info,
+        ids=np.concatenate([p["ids"] for p in parts]),
+        mel=mel,
+        f0=np.concatenate([p["f0"] for p in parts]),
+        ph_off=_offsets(ph_len),
+        mel_off=_offsets(mel_len),
+        ge2e=np.concatenate([p["ge2e"] for p in parts]).astype(np.float32),
+        speaker=np.concatenate([p["speaker"] for p in parts]).astype(np.int64),
+        emotion=np.concatenate([p["emotion"] for p in parts]).astype(np.int64),
+        lang=np.concatenate([p["lang"] for p in parts]).astype(np.int64),
+        utt=[str(u) for p in parts for u in p["utt"]],
+    )
+
+
+def dequantize_mel(codes: Tensor, info: PackInfo) -> Tensor:
+    return codes.float() * ((info.mel_hi - info.mel_lo) / (info.mel_levels - 1)) + info.mel_lo
+
+
+def dequantize_f0(codes: Tensor, info: PackInfo) -> Tensor:
+    """Codes -> log F0 (natural log of Hz); 0 where unvoiced (check codes > 0 for the voicing)."""
+    lo, hi = np.log(info.f0_lo), np.log(info.f0_hi)
+    return torch.where(
+        codes > 0, lo + (codes.float() - 1) / 254 * (hi - lo), torch.zeros_like(codes, dtype=torch.float)
+    )
+
+
+class LengthBatcher:
+    """Random batches of utterances of similar length, capped by total frames (padding stays small)."""
+
+    def __init__(self, lengths: np.ndarray, max_frames: int, seed: int, max_batch: int = 128) -> None:
+        self.lengths = lengths
+        self.max_frames = max_frames
+        self.max_batch = max_batch
+        self.rng = np.random.default_rng(seed)
+
+    def epoch(self) -> list[np.ndarray]:
+        # Sort by length with random tie-breaking, cut into batches, shuffle the batches.
+        noise = self.rng.random(len(self.lengths))
+        order = np.lexsort((noise, self.lengths))
+        batches: list[np.ndarray] = []
+        start = 0
+        while start < len(order):
+            end = start
+            while end < len(order) and end - start < self.max_batch:
+                if (end - start + 1) * self.lengths[order[end]] > self.max_frames and end > start:
+                    break
+                end += 1
+            batches.append(order[start:end])
+            start = end
+        self.rng.shuffle(batches)  # type: ignore[arg-type,unused-ignore]
+        return batches
+
+
+def collate_acoustic(data: AcousticSet, index: np.ndarray, device: torch.device) -> dict[str, Tensor]:
+    """Padded tensors for the utterances `index`: ids [B, N], ph_mask, mel [B, 80, T], frame_mask, f0 [B, T]
+    (log Hz, 0 unvoiced), voiced, ge2e [B, 256], emotion [B], speaker [B]."""
+    n = [int(data.ph_off[i + 1] - data.ph_off[i]) for i in index]
+    t = [int(data.mel_off[i + 1] - data.mel_off[i]) for i in index]
+    b, n_max, t_max = len(index), max(n), max(t)
+    ids = np.zeros((b, n_max), np.int64)
+    mel = np.zeros((b, t_max, data.mel.shape[1]), np.uint8)
+    f0 = np.zeros((b, t_max), np.uint8)
+    for row, i in enumerate(index):
+        ids[row, : n[row]] = data.ids[data.ph_off[i] : data.ph_off[i + 1]]
+        mel[row, : t[row]] = data.mel[data.mel_off[i] : data.mel_off[i + 1]]
+        f0[row, : t[row]] = data.f0[data.mel_off[i] : data.mel_off[i + 1]]
+    n_t = torch.tensor(n, device=device)
+    t_t = torch.tensor(t, device=device)
+    mel_t = dequantize_mel(torch.from_numpy(mel).to(device), data.info).transpose(1, 2)
+    frame_mask = torch.arange(t_max, device=device)[None] < t_t[:, None]
+    mel_t = torch.where(frame_mask[:, None, :], mel_t, torch.full_like(mel_t, float(np.log(1e-5))))
+    f0_codes = torch.from_numpy(f0).to(device)
+    return {
+        "ids": torch.from_numpy(ids).to(device),
+        "ph_mask": torch.arange(n_max, device=device)[None] < n_t[:, None],
+        "ph_len": n_t,
+        "mel": mel_t,
+        "frame_mask": frame_mask,
+        "mel_len": t_t,
+        "log_f0": dequantize_f0(f0_codes, data.info),
+        "voiced": f0_codes > 0,
+        "ge2e": torch.from_numpy(data.ge2e[index]).to(device),
+        "emotion": torch.from_numpy(data.emotion[index]).to(device),
+        "speaker": torch.from_numpy(data.speaker[index]).to(device),
+    }
+
+
+def load_vocoder_audio(directory: Path) -> list[np.ndarray]:
+    """Decode every vocoder-*.npz (Opus blobs) in `directory` into float32 clips at 24 kHz."""
+    import soundfile as sf  # here, not at the top: acoustic training runs where no codec library is installed
+
+    clips: list[np.ndarray] = []
+    for path in sorted(directory.glob("vocoder-*.npz")):
+        with np.load(path) as z:
+            data, lengths = z["data"], z["lengths"]
+        for start, length in zip(_offsets(lengths)[:-1], lengths, strict=True):
+            wav, sr = sf.read(io.BytesIO(data[start : start + length].tobytes()), dtype="float32")
+            assert sr == 24000, f"{path}: {sr} Hz"
+            clips.append(wav)
+    if not clips:
+        raise InputError(f"no vocoder-*.npz shards in {directory}; run recipes/train/pack.py first")
+    return clips
+
+
+def random_segments(clips: list[np.ndarray], n: int, length: int, rng: np.random.Generator) -> np.ndarray:
+    """n random segments of `length` samples (zero-padded when a clip is shorter): float32 [n, length]."""
+    out = np.zeros((n, length), np.float32)
+    for row in range(n):
+        clip = clips[int(rng.integers(len(clips)))]
+        if len(clip) > length:
+            start = int(rng.integers(len(clip) - length))
+            out[row] = clip[start : start + length]
+        else:
+            out[row, : len(clip)] = clip
+    return out
+
+
+def describe(data: Any) -> str:
+    if isinstance(data, AcousticSet):
+        return f"{len(data)} utterances, {data.hours:.2f} h, {len(set(data.speaker.tolist()))} speakers"
+    return str(data)

@@ -1,0 +1,84 @@
+"""Assemble a shipped model directory from training snapshots and the packed corpus's speaker embeddings.
+
+Built-in voices are corpus speakers: each voice's embedding is the renormalized mean GE2E embedding of that
+speaker's neutral training utterances (the same encoder a user's reference clip goes through, so built-in and
+cloned voices live in one space).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rtvox.errors import InputError
+from rtvox.models.bundle import ModelBundle, ModelConfig
+from rtvox.models.vocoder import build_vocoder, vocoder_preset
+from rtvox.text.vocab import Vocabulary
+from rtvox.training.acoustic import build_modules
+from rtvox.training.checkpoint import load_snapshot
+from rtvox.training.data import load_acoustic
+
+
+def speaker_means(data_dir: Path) -> dict[str, np.ndarray]:
+    """Corpus speaker -> unit-norm mean GE2E embedding over its neutral utterances (all when none)."""
+    data = load_acoustic(data_dir)
+    neutral = data.info.emotions.index("neutral")
+    out: dict[str, np.ndarray] = {}
+    for index, name in enumerate(data.info.speakers):
+        rows = data.speaker == index
+        if not rows.any():
+            continue
+        pick = rows & (data.emotion == neutral)
+        mean = data.ge2e[pick if pick.any() else rows].mean(0)
+        out[name] = (mean / np.linalg.norm(mean)).astype(np.float32)
+    return out
+
+
+def export_bundle(
+    acoustic_snapshot: Path,
+    vocoder_snapshot: Path,
+    data_dir: Path,
+    voices_file: Path,
+    out: Path,
+    *,
+    name: str = "rtvox-base",
+    version: str = "1.0.0",
+    model_card: str = "",
+) -> ModelBundle:
+    progress = json.loads((acoustic_snapshot / "progress.json").read_text(encoding="utf-8"))
+    voc_progress = json.loads((vocoder_snapshot / "progress.json").read_text(encoding="utf-8"))
+    vocab = Vocabulary.default()
+    config = ModelConfig.preset(progress.get("preset", "small"), vocab_size=len(vocab), name=name, version=version)
+    config = dataclasses.replace(config, vocoder=vocoder_preset(voc_progress.get("preset", "vocos-small")))
+    modules = build_modules(config, len(vocab))
+    load_snapshot(acoustic_snapshot, modules)
+    vocoder = build_vocoder(config.vocoder)
+    load_snapshot(vocoder_snapshot, {"vocoder": vocoder})
+    spec: dict[str, Any] = json.loads(voices_file.read_text(encoding="utf-8"))
+    means = speaker_means(data_dir)
+    voices: dict[str, torch.Tensor] = {}
+    meta: list[dict[str, Any]] = []
+    for entry in spec["voices"]:
+        speaker = entry["speaker"]
+        if speaker not in means:
+            raise InputError(f"voice {entry['name']!r}: corpus speaker {speaker!r} is not in {data_dir}")
+        voices[entry["name"]] = torch.from_numpy(means[speaker])
+        meta.append({k: v for k, v in entry.items() if k != "speaker"} | {"description": entry.get("description", "")})
+    config = dataclasses.replace(config, default_voice=spec.get("default", meta[0]["name"]))
+    bundle = ModelBundle(
+        config,
+        modules["acoustic"].eval(),  # type: ignore[arg-type]
+        vocoder.eval(),
+        modules["emotion_encoder"].eval(),  # type: ignore[arg-type]
+        modules["emotion_table"].eval(),  # type: ignore[arg-type]
+        voices,
+        meta,
+        vocab.to_dict(),
+        model_card=model_card,
+    )
+    return ModelBundle.load(bundle.save(out))

@@ -1,0 +1,57 @@
+"""The iSTFT vocoder: exact inverse STFT, exact output length, a bounded receptive field, bundle round trip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from rtvox.constants import HOP_LENGTH, N_FFT
+from rtvox.models.bundle import ModelBundle, ModelConfig
+from rtvox.models.vocos import Vocos, VocosConfig
+
+
+def test_istft_head_inverts_the_projects_stft_framing() -> None:
+    torch.manual_seed(0)
+    frames = 40
+    wav = torch.randn(1, frames * HOP_LENGTH) * 0.1
+    pad = (N_FFT - HOP_LENGTH) // 2
+    padded = F.pad(wav[:, None], (pad, pad), mode="reflect")[:, 0]
+    window = torch.hann_window(N_FFT)
+    spec = torch.stft(padded, N_FFT, HOP_LENGTH, N_FFT, window, center=False, return_complex=True)
+    assert spec.shape[-1] == frames
+    head = Vocos(VocosConfig.preset("tiny")).head
+    both = torch.cat([spec.real, spec.imag], 1)
+    out = F.conv_transpose1d(both, head.basis, stride=HOP_LENGTH)
+    env = F.conv_transpose1d(torch.ones(1, 1, frames), head.window_sq, stride=HOP_LENGTH)
+    recon = out[:, 0, pad : pad + frames * HOP_LENGTH] / env[:, 0, pad : pad + frames * HOP_LENGTH]
+    assert torch.allclose(recon, wav, atol=1e-5)
+
+
+def test_output_length_range_and_receptive_field() -> None:
+    torch.manual_seed(0)
+    model = Vocos(VocosConfig.preset("tiny")).eval()
+    mel = torch.randn(1, 80, 60)
+    with torch.no_grad():
+        wav = model(mel)
+        assert wav.shape == (1, 60 * HOP_LENGTH) and wav.abs().max() <= 1.0
+        changed = mel.clone()
+        changed[:, :, 59] += 3.0  # perturb the last frame only
+        wav2 = model(changed)
+    reach = model.receptive_field_frames
+    far = (59 - reach) * HOP_LENGTH
+    assert torch.equal(wav[:, :far], wav2[:, :far])
+    assert not torch.equal(wav[:, -HOP_LENGTH:], wav2[:, -HOP_LENGTH:])
+
+
+def test_small_preset_bundle_round_trip(tmp_path: Path) -> None:
+    config = ModelConfig.preset("small", vocab_size=64)
+    assert config.vocoder.family == "vocos"
+    data = config.to_dict()
+    assert ModelConfig.from_dict(data) == config
+    from rtvox.models.bundle import make_random_bundle
+
+    bundle = make_random_bundle(tmp_path / "m", preset="tiny")
+    assert isinstance(ModelBundle.load(tmp_path / "m"), ModelBundle)
+    assert bundle.config.vocoder.family == "hifigan"
