@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 serve: $(STAMP)
-	$(BIN)/rtvox demo -o demo.wav
+	$(BIN)/rtvox serve
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests recipes benchmarks

@@ -4,7 +4,7 @@
 
 const SAMPLE_RATE = 24000;
 const $ = (id) => document.getElementById(id);
-const state = { status: "idle", samples: 0, chunks: 0, ttfaMs: null, error: null, voices: [] };
+const state = { status: "idle", samples: 0, chunks: 0, ttfaMs: null, error: null, voices: [], peak: 0 };
 window.rtvox = state;
 
 let audioCtx = null;
@@ -87,6 +87,8 @@ function draw() {
   g.fillRect(0, 0, w, h);
   const total = state.samples;
   if (!total) return;
+  // Scaled to the loudest sample so quiet speech still shows its shape.
+  const scale = (mid - 2) / Math.max(state.peak, 1e-3);
   g.strokeStyle = "#4fa3ff";
   g.beginPath();
   const perPixel = Math.max(1, Math.ceil(total / w));
@@ -97,8 +99,8 @@ function draw() {
       if (v < lo) lo = v;
       if (v > hi) hi = v;
       if (++count === perPixel) {
-        g.moveTo(column + 0.5, mid - hi * mid);
-        g.lineTo(column + 0.5, mid - lo * mid + 1);
+        g.moveTo(column + 0.5, mid - hi * scale);
+        g.lineTo(column + 0.5, mid - lo * scale + 1);
         column++; lo = 1; hi = -1; count = 0;
       }
     }
@@ -109,7 +111,10 @@ function draw() {
 function toFloat(bytes) {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const out = new Float32Array(bytes.byteLength >> 1);
-  for (let i = 0; i < out.length; i++) out[i] = view.getInt16(i * 2, true) / 32768;
+  for (let i = 0; i < out.length; i++) {
+    out[i] = view.getInt16(i * 2, true) / 32768;
+    state.peak = Math.max(state.peak, Math.abs(out[i]));
+  }
   return out;
 }
 
@@ -148,7 +153,7 @@ async function speak() {
   if (audioCtx.state === "suspended") audioCtx.resume();
   playhead = 0;
   pcm = [];
-  Object.assign(state, { samples: 0, chunks: 0, ttfaMs: null, error: null });
+  Object.assign(state, { samples: 0, chunks: 0, ttfaMs: null, error: null, peak: 0 });
   $("download").hidden = true;
   $("speak").disabled = true;
   $("stop").disabled = false;

@@ -1,0 +1,131 @@
+"""The web page at / in headless Chromium (Debian's chromium + chromium-driver, driven by selenium): loads the
+voices and emotions, streams speech and plays it while drawing the waveform, clones a voice from an upload."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .server_harness import LiveServer
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+DATA = Path(__file__).resolve().parents[1] / "data"
+WAIT_S = 60
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None or CHROMEDRIVER is None,
+    reason="needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver; .ci/run does)",
+)
+
+
+@pytest.fixture(scope="module")
+def page_server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with LiveServer(tiny_model, tmp_path_factory.mktemp("browser-voices")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    assert CHROMIUM is not None and CHROMEDRIVER is not None
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",  # CI runs as root
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--autoplay-policy=no-user-gesture-required",
+        "--window-size=1100,1000",
+        "--no-first-run",
+    ):
+        options.add_argument(flag)
+    # The driver path is given, so selenium never tries to download one.
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.set_script_timeout(WAIT_S)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _wait_state(driver: object, condition: str) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, WAIT_S).until(lambda d: d.execute_script(f"return {condition};"))  # type: ignore[attr-defined]
+
+
+def _canvas_has_waveform(driver: object) -> bool:
+    script = """
+        const c = document.getElementById('wave');
+        const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let lit = 0;
+        // Anything but the background colour (#0f1720) was drawn by the waveform.
+        for (let i = 0; i < data.length; i += 4) if (data[i] !== 15 || data[i + 1] !== 23 || data[i + 2] !== 32) lit++;
+        return lit;
+    """
+    return int(driver.execute_script(script)) > 100  # type: ignore[attr-defined]
+
+
+def test_page_streams_speech_and_clones(page_server: LiveServer, browser: object, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    d = browser
+    d.get(page_server.url + "/")  # type: ignore[attr-defined]
+    _wait_state(d, "window.rtvox && window.rtvox.status === 'ready'")
+    voices = [o.get_attribute("value") for o in Select(d.find_element(By.ID, "voice")).options]  # type: ignore[attr-defined]
+    assert voices == ["anna", "ben"]
+    emotions = [o.get_attribute("value") for o in Select(d.find_element(By.ID, "emotion")).options]  # type: ignore[attr-defined]
+    assert {"happy", "sad", "angry"} <= set(emotions)
+
+    text = d.find_element(By.ID, "text")  # type: ignore[attr-defined]
+    text.clear()
+    text.send_keys("你好，这是浏览器里的流式语音。And this is the English part of the test.")
+    Select(d.find_element(By.ID, "voice")).select_by_value("ben")  # type: ignore[attr-defined]
+    Select(d.find_element(By.ID, "emotion")).select_by_value("happy")  # type: ignore[attr-defined]
+    d.execute_script(  # type: ignore[attr-defined]
+        "const s = document.getElementById('speed'); s.value = '1.5'; s.dispatchEvent(new Event('input'));"
+    )
+    assert d.find_element(By.ID, "speed-value").text == "1.50"  # type: ignore[attr-defined]
+    d.find_element(By.ID, "speak").click()  # type: ignore[attr-defined]
+    _wait_state(d, "window.rtvox.status === 'done' || window.rtvox.status === 'error'")
+    state = d.execute_script("return window.rtvox;")  # type: ignore[attr-defined]
+    assert state["status"] == "done", state
+    assert state["samples"] > 1000 and state["ttfaMs"] is not None and state["chunks"] >= 1
+    if os.environ.get("RTVOX_SCREENSHOT_DIR"):
+        d.save_screenshot(str(Path(os.environ["RTVOX_SCREENSHOT_DIR"]) / "rtvox-page.png"))  # type: ignore[attr-defined]
+    assert _canvas_has_waveform(d)
+    assert d.find_element(By.ID, "download").is_displayed()  # type: ignore[attr-defined]
+
+    # Clone a voice from an uploaded clip; the picker then offers and selects it, and it speaks.
+    d.find_element(By.ID, "clone-name").send_keys("Browser clone")  # type: ignore[attr-defined]
+    d.find_element(By.ID, "clone-file").send_keys(str(DATA / "speech_en_male_16k.wav"))  # type: ignore[attr-defined]
+    d.find_element(By.ID, "clone").click()  # type: ignore[attr-defined]
+    _wait_state(d, "document.getElementById('clone-status').textContent.startsWith('cloned')")
+    selected = Select(d.find_element(By.ID, "voice")).first_selected_option.get_attribute("value")  # type: ignore[attr-defined]
+    assert selected.startswith("voice_")
+    d.find_element(By.ID, "speak").click()  # type: ignore[attr-defined]
+    _wait_state(d, "window.rtvox.status === 'done' || window.rtvox.status === 'error'")
+    assert d.execute_script("return window.rtvox.status;") == "done"  # type: ignore[attr-defined]
+
+
+def test_page_shows_errors(page_server: LiveServer, browser: object) -> None:
+    from selenium.webdriver.common.by import By
+
+    d = browser
+    d.get(page_server.url + "/")  # type: ignore[attr-defined]
+    _wait_state(d, "window.rtvox && window.rtvox.status === 'ready'")
+    d.find_element(By.ID, "text").clear()  # type: ignore[attr-defined]
+    d.find_element(By.ID, "text").send_keys("。。。")  # type: ignore[attr-defined]
+    d.find_element(By.ID, "speak").click()  # type: ignore[attr-defined]
+    _wait_state(d, "window.rtvox.status === 'error'")
+    assert "nothing to speak" in d.find_element(By.ID, "status").text  # type: ignore[attr-defined]
