@@ -26,6 +26,9 @@ class SchedulerConfig:
     bucket_edges: tuple[int, ...] = DEFAULT_BUCKET_EDGES  # inclusive upper phoneme counts of the length buckets
     max_queue: int = 256  # most live (waiting or running) requests; more are refused with QueueFullError
     default_deadline_s: float | None = None  # per-request time budget from arrival when a request sets none
+    # A later chunk whose stream will run out of audio within this many seconds ranks with first chunks, by
+    # when it is needed (earliest first); it should cover a batch's service time.
+    urgent_slack_s: float = 0.5
 
     def __post_init__(self) -> None:
         if self.max_batch_size < 1:
@@ -39,6 +42,8 @@ class SchedulerConfig:
             raise ValueError(f"max_queue must be at least 1, got {self.max_queue}")
         if self.default_deadline_s is not None and not self.default_deadline_s > 0:
             raise ValueError(f"default_deadline_s must be > 0 or None, got {self.default_deadline_s}")
+        if not math.isfinite(self.urgent_slack_s) or self.urgent_slack_s < 0:
+            raise ValueError(f"urgent_slack_s must be a finite number ≥ 0, got {self.urgent_slack_s}")
 
     def bucket_of(self, phoneme_count: int) -> int:
         """Index of the smallest bucket whose edge holds `phoneme_count`."""
@@ -112,6 +117,9 @@ class BatchResult:
     """The executor's report that every item of a batch has run (success or not: see Scheduler.complete)."""
 
     batch_id: int  # the Batch.batch_id this result answers
+    # Audio seconds each item produced, aligned with Batch.items (None: unknown). With it the scheduler knows
+    # when each stream's buffered audio runs out and can run a later chunk ahead of new first chunks in time.
+    audio_seconds: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)

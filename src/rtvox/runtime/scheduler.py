@@ -60,9 +60,16 @@ class _RequestState:
     def eligible(self) -> bool:
         return self.in_flight == 0 and self.next_chunk < len(self.request.chunks)
 
-    def sort_key(self) -> tuple[int, int, float, int]:
-        # First chunks beat later chunks of other requests (time to first audio), then priority, then FIFO.
-        return (0 if self.next_chunk == 0 else 1, self.request.priority, self.arrival, self.seq)
+    playback_end: float | None = None  # when the audio delivered so far finishes playing (None: unknown)
+
+    def sort_key(self, now: float, urgent_slack_s: float) -> tuple[int, int, float, int]:
+        # First chunks beat later chunks of other requests (time to first audio), then priority, then FIFO; a
+        # later chunk whose stream is about to run dry joins the first class, due when its audio runs out.
+        if self.next_chunk == 0:
+            return (0, self.request.priority, self.arrival, self.seq)
+        if self.playback_end is not None and self.playback_end - now <= urgent_slack_s:
+            return (0, self.request.priority, self.playback_end - urgent_slack_s, self.seq)
+        return (1, self.request.priority, self.arrival if self.playback_end is None else self.playback_end, self.seq)
 
 
 class Scheduler:
@@ -156,7 +163,7 @@ class Scheduler:
                 self._expired_unreported.append(request_id)
 
     # ------------------------------------------------------------------ batches out
-    def _buckets(self) -> dict[int, list[_RequestState]]:
+    def _buckets(self, now: float) -> dict[int, list[_RequestState]]:
         """Eligible requests per bucket of their next chunk, most urgent first."""
         buckets: dict[int, list[_RequestState]] = {}
         for state in self._live.values():
@@ -164,7 +171,7 @@ class Scheduler:
                 bucket = self.config.bucket_of(state.request.chunks[state.next_chunk].phoneme_count)
                 buckets.setdefault(bucket, []).append(state)
         for states in buckets.values():
-            states.sort(key=_RequestState.sort_key)
+            states.sort(key=lambda s: s.sort_key(now, self.config.urgent_slack_s))
         return buckets
 
     def _release_time(self, states: list[_RequestState]) -> float:
@@ -177,7 +184,8 @@ class Scheduler:
         """Release the next batch if one is due (full or waited long enough), else None."""
         now = self._clock() if now is None else now
         self._expire(now)
-        due = [(states[0].sort_key(), bucket, states) for bucket, states in self._buckets().items()]
+        slack = self.config.urgent_slack_s
+        due = [(states[0].sort_key(now, slack), bucket, states) for bucket, states in self._buckets(now).items()]
         due = [entry for entry in due if self._release_time(entry[2]) <= now]
         if not due:
             return None
@@ -206,7 +214,7 @@ class Scheduler:
     def next_wakeup(self, now: float | None = None) -> float | None:
         """The earliest time schedule() or expire() could act without a new event; None when nothing waits."""
         now = self._clock() if now is None else now
-        times = [self._release_time(states) for states in self._buckets().values()]
+        times = [self._release_time(states) for states in self._buckets(now).values()]
         times += [s.deadline for s in self._live.values() if s.deadline is not None]
         if not times:
             return None
@@ -227,13 +235,18 @@ class Scheduler:
         delivered: list[BatchItem] = []
         dropped: list[BatchItem] = []
         finished: list[str] = []
-        for item, state in zip(batch.items, owners, strict=True):
+        seconds = result.audio_seconds
+        if seconds is not None and len(seconds) != len(batch.items):
+            raise ValueError(f"batch {result.batch_id} has {len(batch.items)} items but {len(seconds)} audio lengths")
+        for position, (item, state) in enumerate(zip(batch.items, owners, strict=True)):
             if self._live.get(item.request_id) is not state:  # cancelled or expired meanwhile (maybe re-added)
                 dropped.append(item)
                 continue
             assert state.in_flight == 1 and state.next_chunk == item.chunk_index + 1
             state.in_flight -= 1
             state.ready_at = now
+            if seconds is not None:  # playback starts (or resumes after a stall) when audio arrives
+                state.playback_end = max(now, state.playback_end or now) + seconds[position]
             delivered.append(item)
             if state.next_chunk == len(state.request.chunks):
                 del self._live[item.request_id]

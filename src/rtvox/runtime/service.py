@@ -302,7 +302,8 @@ class TTSService:
                     self._send(item.request_id, exc)
             self._scheduler.complete(BatchResult(batch.batch_id))
             return
-        completion = self._scheduler.complete(BatchResult(batch.batch_id))
+        seconds = tuple(out.seconds for out in outputs)
+        completion = self._scheduler.complete(BatchResult(batch.batch_id, audio_seconds=seconds))
         by_item = {(i.request_id, i.chunk_index): out for i, out in zip(batch.items, outputs, strict=True)}
         for item in completion.delivered:
             self._send(item.request_id, by_item[(item.request_id, item.chunk_index)])

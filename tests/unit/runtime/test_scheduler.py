@@ -282,3 +282,34 @@ def test_no_request_is_ever_lost(seed: int) -> None:
             assert got == list(range(len(got)))  # a cancelled or expired request got an in-order prefix
     assert stats.finished + stats.cancelled + stats.expired == stats.added == len(chunks)
     assert sum(size * n for size, n in stats.batch_size_histogram.items()) == scheduled
+
+
+def test_later_chunk_about_to_run_dry_goes_before_new_first_chunks() -> None:
+    clock = FakeClock()
+    sched = make(clock, max_batch_size=1, max_wait_s=0.0, urgent_slack_s=0.5)
+    sched.add(req("a", 10, 10))
+    sched.add(req("b", 10, 10))
+    first = sched.schedule(0.0)
+    assert keys(first) == [("a", 0)] and first is not None
+    clock.now = 0.1
+    # a's first chunk holds 2 s of audio: it plays until 2.1, so a's next chunk is not urgent yet
+    sched.complete(BatchResult(first.batch_id, audio_seconds=(2.0,)))
+    second = sched.schedule(0.1)
+    assert keys(second) == [("b", 0)] and second is not None
+    clock.now = 0.2
+    sched.complete(BatchResult(second.batch_id, audio_seconds=(0.3,)))  # b plays until 0.5: urgent
+    sched.add(req("c", 10, 10))
+    sched.add(req("d", 10, 10))
+    clock.now = 1.7  # a runs dry at 2.1, b ran dry at 0.5; newcomers c and d arrived at 0.2
+    order = [keys(sched.schedule(clock.now)) for _ in range(4)]
+    # earliest due first: b (0.5 - 0.5 = 0.0), then c and d (arrived 0.2), then a (2.1 - 0.5 = 1.6)
+    assert order == [[("b", 1)], [("c", 0)], [("d", 0)], [("a", 1)]]
+
+
+def test_audio_seconds_must_match_the_batch() -> None:
+    sched = make(max_batch_size=2, max_wait_s=0.0)
+    sched.add(req("a"))
+    batch = sched.schedule(0.0)
+    assert batch is not None
+    with pytest.raises(ValueError, match="audio lengths"):
+        sched.complete(BatchResult(batch.batch_id, audio_seconds=(1.0, 2.0)))
