@@ -1,0 +1,34 @@
+"""Load benchmark plumbing (not its speed): texts, stall detection, a JSON-able result from a tiny run."""
+
+from __future__ import annotations
+
+import json
+
+from rtvox.runtime import Synthesizer
+from rtvox.runtime.loadbench import TEXT_MAX_CHARS, _stalled, make_texts, run_load_bench
+
+
+def test_texts_are_deterministic_mixed_and_bounded() -> None:
+    texts = make_texts(40, seed=3)
+    assert texts == make_texts(40, seed=3) and texts != make_texts(40, seed=4)
+    assert all(0 < len(t.text) <= TEXT_MAX_CHARS + 80 and t.seconds > 0 for t in texts)
+    assert any("，" in t.text for t in texts) and any(t.text.isascii() for t in texts)
+
+
+def test_stall_means_a_chunk_arrived_after_the_audio_before_it_ran_out() -> None:
+    assert not _stalled([0.0, 0.5, 1.5], [1.0, 1.0, 1.0])  # chunk 1 needed at 1.0, chunk 2 at 2.0
+    assert _stalled([0.0, 1.2, 1.5], [1.0, 1.0, 1.0])  # chunk 1 came 0.2 s late
+    assert not _stalled([0.3], [2.0])
+
+
+def test_tiny_run_gives_a_json_able_result(rsynth: Synthesizer) -> None:
+    result = run_load_bench(
+        synthesizer=rsynth, levels=(1, 2), level_duration_s=0.5, think_time_s=0.05, baseline_requests=2
+    )
+    data = json.loads(json.dumps(result.to_dict()))
+    assert [lv["concurrency"] for lv in data["levels"]] == [1, 2]
+    for level in data["levels"]:
+        assert level["streams"] >= 1 and level["errors"] == 0 and level["audio_s_per_s"] > 0
+        assert sum(level["batch_size_histogram"].values()) >= level["streams"]
+    assert data["baseline"]["requests"] == 2 and data["baseline"]["audio_s_per_s"] > 0
+    assert data["max_realtime_streams"] in (0, 1, 2) and data["machine"]["device"] == "cpu"
