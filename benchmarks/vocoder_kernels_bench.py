@@ -56,7 +56,9 @@ def _graphed(fn: Callable[[torch.Tensor], torch.Tensor], example: torch.Tensor) 
     return replay
 
 
-def bench_vocoder(device: torch.device, seconds: float, repeats: int, smoke: bool = False) -> dict[str, Any]:
+def bench_vocoder(
+    device: torch.device, seconds: float, repeats: int, smoke: bool = False, autotune: bool = True
+) -> dict[str, Any]:
     torch.manual_seed(0)
     preset = "tiny" if smoke else "v1"
     fp32 = HiFiGAN(VocoderConfig.preset(preset)).eval().to(device)
@@ -78,8 +80,9 @@ def bench_vocoder(device: torch.device, seconds: float, repeats: int, smoke: boo
     if device.type == "cuda":
         compiled = torch.compile(half, mode="reduce-overhead", fullgraph=True, dynamic=False)
         candidates["inductor-bf16"] = lambda: lambda: compiled(mel_low)
-        compiled_at = torch.compile(half, mode="max-autotune", fullgraph=True, dynamic=False)
-        candidates["inductor-bf16-max-autotune"] = lambda: lambda: compiled_at(mel_low)
+        if autotune:
+            compiled_at = torch.compile(half, mode="max-autotune", fullgraph=True, dynamic=False)
+            candidates["inductor-bf16-max-autotune"] = lambda: lambda: compiled_at(mel_low)
 
         def fused() -> Callable[[], torch.Tensor]:
             from rtvox.engines.triton_vocoder import FusedHiFiGAN
@@ -101,7 +104,7 @@ def bench_vocoder(device: torch.device, seconds: float, repeats: int, smoke: boo
                 "log_mel_l1_vs_eager_fp32": log_mel_l1(wav, reference),
                 "x_roofline_floor": stats["mean_ms"] / floor_ms,
             }
-        except Exception as exc:
+        except Exception as exc:  # record and go on with the next variant
             out["variants"][name] = {"error": repr(exc)[:600]}
     return out
 

@@ -76,9 +76,10 @@ def _load(path: str, package: Path, device: torch.device) -> Callable[..., Any]:
     raise ValueError(path)
 
 
-def _build_so(program: Any, example: tuple[Tensor, ...], target: Path) -> None:
+def _build_so(make_program: Callable[[], Any], example: tuple[Tensor, ...], target: Path) -> None:
     options = {"aot_inductor.output_path": str(target)}
-    built = torch._inductor.aot_compile(program.module(), example, options=options)
+    with torch.no_grad():
+        built = torch._inductor.aot_compile(make_program().module(), example, options=options)
     if Path(str(built)) != target and Path(str(built)).is_file():
         os.replace(str(built), target)
 
@@ -102,21 +103,31 @@ def _probe(path: str, package: Path, device: torch.device) -> dict[str, Any]:
     return {"rc": proc.returncode, "tail": lines[-3:]}
 
 
-def _choose_loader(package: Path, device: torch.device, program: Any, example: tuple[Tensor, ...]) -> str:
+# The load path that worked for a package in this process: later packages (same torch, same device type)
+# skip the child-process probes, which cost an interpreter start each.
+_PROVEN: dict[str, str] = {}
+
+
+def _choose_loader(
+    package: Path, device: torch.device, make_program: Callable[[], Any], example: tuple[Tensor, ...]
+) -> str:
     record = package.with_name("loader.json")
     if record.is_file():
         return str(json.loads(record.read_text())["path"])
+    if device.type in _PROVEN and _PROVEN[device.type] != "so":
+        return _PROVEN[device.type]
     tried: dict[str, Any] = {}
     for path in LOAD_PATHS:
         if path == "so":
             try:
-                _build_so(program, example, package.with_suffix(".so"))
-            except Exception as exc:
+                _build_so(make_program, example, package.with_suffix(".so"))
+            except Exception as exc:  # recorded; the error below names every path's failure
                 tried[path] = {"build_error": repr(exc)[:300]}
                 continue
         tried[path] = result = _probe(path, package, device)
         if result["rc"] == 0:
             record.write_text(json.dumps({"path": path, "tried": tried}, indent=1))
+            _PROVEN[device.type] = path
             return path
     raise AotiLoadError(
         f"no AOTInductor load path works with torch {torch.__version__} on {device}: {json.dumps(tried)[:1500]}; "
@@ -154,14 +165,12 @@ def build_aoti_engine(
         )
     safe = device.type == "cuda" or os.environ.get(SAFE_LOAD_ENV) == "1"
     if safe:
-        if program is None and not package.with_name("loader.json").is_file():
-            with torch.no_grad():
-                program = export_program(net, module, profile, example)
-        path = _choose_loader(package, device, program, example)
+        path = _choose_loader(
+            package, device, lambda: program or export_program(net, module, profile, example), example
+        )
     else:
         path = LOAD_PATHS[0]
-    runner = _load(path, package, device)
-    del net  # the package holds its own weights: the engine keeps no Python model
+    runner = _load(path, package, device)  # the package holds its own weights: no Python model is kept
     engine = CompiledEngine(
         module,
         "aoti",

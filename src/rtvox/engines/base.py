@@ -51,6 +51,7 @@ class BuildOptions:
     rebuild: bool = False  # ignore cached artifacts
     mode: str | None = None  # inductor: torch.compile mode (None: max-autotune on GPU, default on CPU)
     int8_method: str = "dynamic"  # onnx int8: dynamic | static
+    int8_modules: tuple[str, ...] = ("vocoder",)  # onnx int8 where it pays; the other modules stay fp32
     calibration: list[tuple[torch.Tensor, ...]] | None = None  # static int8 / TensorRT INT8: real inputs
     extra: dict[str, Any] = field(default_factory=dict)  # backend-specific knobs, recorded in the cache key
 

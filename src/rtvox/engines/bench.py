@@ -11,6 +11,7 @@ synchronizations.
 
 from __future__ import annotations
 
+import copy
 import gc
 import time
 from dataclasses import dataclass, field
@@ -45,14 +46,17 @@ def latency_stats(seconds: list[float]) -> dict[str, float]:
     return {"mean_ms": float(ms.mean()), "p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99))}
 
 
-def text_chunks(bundle: ModelBundle, text: str, seconds: float) -> list[PipelineInputs]:
-    """The text's chunks as batch-1 inputs (default voice, neutral), frames shared in proportion to phonemes."""
+def text_chunks(bundle: ModelBundle, text: str, seconds: float, *, single: bool = False) -> list[PipelineInputs]:
+    """The text's chunks as batch-1 inputs (default voice, neutral), frames shared in proportion to phonemes.
+    single: all phonemes in one row (the batch sweep's unit of work; the Synthesizer would split it)."""
     from rtvox.models.emotion import fuse_condition
     from rtvox.text import Frontend, Vocabulary
 
     vocab = Vocabulary.from_dict(bundle.vocab)
     chunks = Frontend().process(text).chunks
     ids = [vocab.encode(list(c.phonemes)) for c in chunks]
+    if single:
+        ids = [[i for row in ids for i in row]]
     total = round(seconds * FRAMES_PER_SECOND)
     counts = [len(i) for i in ids]
     targets = [max(1, round(total * c / sum(counts))) for c in counts]
@@ -68,6 +72,18 @@ def text_chunks(bundle: ModelBundle, text: str, seconds: float) -> list[Pipeline
         )
         for i, t in zip(ids, targets, strict=True)
     ]
+
+
+def vocoder_calibration(bundle: ModelBundle, texts: dict[str, tuple[str, float]]) -> list[tuple[torch.Tensor, ...]]:
+    """Mels of real sentences (the bench texts through the eager acoustic model): static int8 calibration."""
+    device = next(bundle.acoustic.parameters()).device
+    mels: list[tuple[torch.Tensor, ...]] = []
+    with torch.inference_mode():
+        for text, seconds in texts.values():
+            for chunk in text_chunks(bundle, text, seconds):
+                hidden, durations = bundle.acoustic.encode(*chunk.tensors(device))
+                mels.append((bundle.acoustic.decode(hidden, durations).cpu(),))
+    return mels
 
 
 def batched(inputs: PipelineInputs, batch: int) -> PipelineInputs:
@@ -140,11 +156,16 @@ def bench_variant(
 ) -> dict[str, Any]:
     """Build the variant's engines, time every text and batch size, measure quality and memory."""
     out: dict[str, Any] = {"backend": variant.backend, "dtype": variant.dtype}
+    dtype_name, _, method = variant.dtype.partition("-")  # "int8-static": ORT static int8, calibrated
+    if method:
+        options = copy.copy(options)
+        options.int8_method = method
+        options.calibration = vocoder_calibration(bundle, texts)
     t0 = time.perf_counter()
     if device.type == "cuda":
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
-    engines = build_engines(bundle, variant.backend, device, parse_dtype(variant.dtype), options=options)
+    engines = build_engines(bundle, variant.backend, device, parse_dtype(dtype_name), options=options)
     out["build_s"] = round(time.perf_counter() - t0, 2)
     out["engines"] = {k: getattr(e, "info", {}) for k, e in engines.items()}
     started = time.perf_counter()
@@ -167,7 +188,7 @@ def bench_variant(
             timing["log_mel_l1_vs_eager_fp32"] = log_mel_l1(wav[None], reference[name][None])
         out["texts"][name] = timing
     out["throughput"] = {}
-    medium = text_chunks(bundle, *texts["medium"]) if "medium" in texts else None
+    medium = text_chunks(bundle, *texts["medium"], single=True) if "medium" in texts else None
     for batch in batches:
         if medium is None or len(medium) != 1 or batch > options.profile.batch.max:
             continue

@@ -116,7 +116,7 @@ def run_bench(
             audio = result.pop("_audio")
             if reference is None:
                 reference = audio
-        except Exception as exc:
+        except Exception as exc:  # one failing backend must not lose the other rows
             result = {
                 "backend": backend,
                 "dtype": dtype,
@@ -131,7 +131,7 @@ def run_bench(
     if piper:
         try:
             piper_result = piper_reference(texts, repeats=max(3, repeats // 4), threads=torch.get_num_threads())
-        except Exception as exc:
+        except Exception as exc:  # recorded; Piper is an optional comparison
             piper_result = None
             report["piper_error"] = repr(exc)[:300]
     report["piper"] = piper_result
@@ -139,7 +139,7 @@ def run_bench(
     if load:
         try:
             report["load"] = _load_bench(model, device, ordered[-1][0], out, load_options or {})
-        except Exception as exc:
+        except Exception as exc:  # recorded; the load bench is optional here
             report["load_error"] = repr(exc)[:300]
     (out / "bench.json").write_text(json.dumps(report, indent=1, default=_jsonable) + "\n")
     (out / "bench.md").write_text(markdown_table(results, piper_result))

@@ -107,7 +107,7 @@ def quantize_onnx_int8(
     prepared = target.with_name(target.stem + ".pre.onnx")
     try:
         quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
-    except Exception:
+    except Exception:  # pre-processing is an optimization; quantize the plain graph instead
         prepared = source
     if method == "dynamic":
         quantize_dynamic(str(prepared), str(target), weight_type=QuantType.QInt8, per_channel=True)
