@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import json
 import os
 import platform
@@ -29,19 +30,23 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("PYTHONUNBUFFERED", "1")
+# Importable without an install, here and in the child processes (AOTInductor load probes).
+_SRC = str(Path(__file__).resolve().parents[1] / "src")
+sys.path.insert(0, _SRC)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_SRC, os.environ.get("PYTHONPATH", "")) if p)
 
-import torch
+import torch  # noqa: E402 - after the sys.path setup above
 
-from rtvox.constants import FRAMES_PER_SECOND
-from rtvox.engines.base import BuildOptions, Engine
-from rtvox.engines.bench import batched, time_pipeline
-from rtvox.engines.build import build_engines, parse_dtype
-from rtvox.engines.cache import runtime_versions
-from rtvox.engines.eager import EagerEngine
-from rtvox.engines.quality import PipelineInputs, log_mel_l1, random_inputs, run_pipeline
-from rtvox.engines.roofline import H200, acoustic_and_vocoder_costs
-from rtvox.engines.shapes import AxisRange, ShapeProfile
-from rtvox.models.bundle import ModelBundle
+from rtvox.constants import FRAMES_PER_SECOND  # noqa: E402 - after the sys.path setup above
+from rtvox.engines.base import BuildOptions, Engine  # noqa: E402 - after the sys.path setup above
+from rtvox.engines.bench import batched, time_pipeline  # noqa: E402 - after the sys.path setup above
+from rtvox.engines.build import build_engines, parse_dtype  # noqa: E402 - after the sys.path setup above
+from rtvox.engines.cache import runtime_versions  # noqa: E402 - after the sys.path setup above
+from rtvox.engines.eager import EagerEngine  # noqa: E402 - after the sys.path setup above
+from rtvox.engines.quality import PipelineInputs, log_mel_l1, random_inputs, run_pipeline  # noqa: E402 - after the sys.path setup above
+from rtvox.engines.roofline import H200, acoustic_and_vocoder_costs  # noqa: E402 - after the sys.path setup above
+from rtvox.engines.shapes import AxisRange, ShapeProfile  # noqa: E402 - after the sys.path setup above
+from rtvox.models.bundle import ModelBundle  # noqa: E402 - after the sys.path setup above
 
 ROOT = Path(__file__).resolve().parents[1]
 SECONDS = 10.0
@@ -125,6 +130,16 @@ class Run:
         return result
 
 
+def allocated(device: torch.device) -> int:
+    """Bytes allocated on the device after freeing what is unreferenced (0 on the CPU)."""
+    gc.collect()
+    if device.type != "cuda":
+        return 0
+    torch.cuda.synchronize(device)
+    torch.cuda.empty_cache()
+    return torch.cuda.memory_allocated(device)
+
+
 def eager_engines(bundle: ModelBundle, device: torch.device) -> dict[str, Engine]:
     acoustic = copy.deepcopy(bundle.acoustic).to(device)
     vocoder = copy.deepcopy(bundle.vocoder).to(device)
@@ -141,15 +156,18 @@ def measure(
     device: torch.device,
     repeats: int,
     reference: torch.Tensor | None,
+    base_alloc: int = 0,
 ) -> dict[str, Any]:
+    """Latency, quality and memory of one engine set. Memory counts what this set added on top of
+    `base_alloc` (bytes allocated before it was built): its weights, CUDA-graph pools and activations."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
     timing = time_pipeline(engines, [inputs], device, repeats)
     wav, _ = run_pipeline(engines, inputs, device)
     if device.type == "cuda":
-        timing["peak_mem_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
-        timing["allocated_mb"] = torch.cuda.memory_allocated(device) / 2**20
+        timing["peak_mem_mb"] = (torch.cuda.max_memory_allocated(device) - base_alloc) / 2**20
+        timing["resident_mb"] = (torch.cuda.memory_allocated(device) - base_alloc) / 2**20
     audio_s = float(inputs.target_frames[0]) / FRAMES_PER_SECOND
     timing["rtf"] = timing["e2e"]["mean_ms"] / 1e3 / audio_s
     if reference is not None:
@@ -194,12 +212,14 @@ def main() -> None:
     run.report["variants"] = results
 
     # 1. eager fp32: the reference audio, latency and memory.
+    start_alloc = allocated(device)
     eager = eager_engines(bundle, device)
-    base = run.step("eager-fp32", lambda: measure(eager, utterance, device, repeats, None))
+    base = run.step("eager-fp32", lambda: measure(eager, utterance, device, repeats, None, start_alloc))
     reference = base.pop("_wav") if base else None
     results["eager-fp32"] = base
 
     # 2. compiled variants at batch 1.
+    # Only eager stays built: every other set is freed after its step so memory figures do not add up.
     built: dict[str, dict[str, Engine]] = {"eager-fp32": eager}
     variants = (
         VARIANTS
@@ -210,10 +230,11 @@ def main() -> None:
 
         def one(backend: str = backend, dtype: str = dtype, mode: str | None = mode, label: str = label) -> Any:
             options = BuildOptions(profile=prof1, cache_dir=cache, mode=mode)
+            before = allocated(device)
             t0 = time.perf_counter()
             engines = build_engines(bundle, backend, device, parse_dtype(dtype), options=options)
             build_s = time.perf_counter() - t0
-            result = measure(engines, utterance, device, repeats, reference)
+            result = measure(engines, utterance, device, repeats, reference, before)
             result.pop("_wav")
             result["build_s"] = round(build_s, 1)
             result["engines"] = {k: getattr(e, "info", {}) for k, e in engines.items()}
@@ -221,7 +242,8 @@ def main() -> None:
                 result["speedup_vs_eager_fp32"] = base["e2e"]["mean_ms"] / result["e2e"]["mean_ms"]
                 if "peak_mem_mb" in base:
                     result["peak_mem_vs_eager"] = result["peak_mem_mb"] / base["peak_mem_mb"]
-            built[label] = engines
+            built[label] = {}  # marks it as built; the sweep rebuilds it with batch buckets
+            del engines
             return result
 
         results[label] = run.step(label, one, need_s=60.0)
@@ -234,7 +256,7 @@ def main() -> None:
                 continue
             backend, _, dtype = label.partition("-")
             if backend == "eager":
-                engines = built[label]
+                engines = eager
             else:
                 dt = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[dtype]
                 mode = "reduce-overhead" if backend == "inductor" and not smoke else None

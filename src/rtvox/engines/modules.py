@@ -131,11 +131,35 @@ def adapt_inputs(module: str, inputs: tuple[Tensor, ...], frames: int | None = N
     return inputs
 
 
+# Submodules that stay fp32 in fp16/bf16 engines: the duration predictor's output is rounded to whole frames,
+# and a half-precision error there moves every later frame of the audio, not just its loudness.
+FP32_ISLANDS: tuple[str, ...] = ("variance.duration",)
+
+
+class Fp32Island(nn.Module):
+    """Runs the wrapped module in fp32 inside a half-precision network; its output stays fp32."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, *args: Tensor) -> Tensor:
+        out: Tensor = self.inner(*(a.float() if a.is_floating_point() else a for a in args))
+        return out
+
+
 def cast_module(net: nn.Module, device: torch.device, dtype: torch.dtype) -> nn.Module:
     """A copy of `net` on `device` in `dtype` (int8 and fp32 keep fp32 here: quantization happens later),
-    so an engine never changes the bundle's modules the eager path still uses."""
+    so an engine never changes the bundle's modules the eager path still uses. FP32_ISLANDS stay fp32."""
     compute = dtype if dtype in (torch.float16, torch.bfloat16) else torch.float32
-    return copy.deepcopy(net).to(device=device, dtype=compute).eval()
+    out = copy.deepcopy(net).to(device=device, dtype=compute).eval()
+    if compute != torch.float32:
+        for name, sub in net.named_modules():
+            if name.endswith(FP32_ISLANDS):
+                parent, _, attr = name.rpartition(".")
+                island = Fp32Island(copy.deepcopy(sub).to(device=device, dtype=torch.float32).eval())
+                setattr(out.get_submodule(parent), attr, island)
+    return out
 
 
 def cast_inputs(inputs: tuple[Tensor, ...], dtype: torch.dtype) -> tuple[Tensor, ...]:

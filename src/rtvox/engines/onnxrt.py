@@ -163,6 +163,9 @@ def build_onnx_engine(
 ) -> CompiledEngine:
     import onnxruntime as ort
 
+    gpu_providers = {"CUDAExecutionProvider", "TensorrtExecutionProvider"}
+    if device.type == "cuda" and not gpu_providers & set(ort.get_available_providers()):
+        raise ModelError("onnx on cuda needs onnxruntime-gpu (pip install onnxruntime-gpu); use --device cpu")
     if dtype == torch.int8 and module not in options.int8_modules:
         dtype = torch.float32  # int8 only where it was measured to pay (BuildOptions.int8_modules)
     if dtype == torch.bfloat16:

@@ -56,8 +56,14 @@ class Int8WeightOnlyPointwiseConv(nn.Module):
 def quantize_weight_only_int8(net: nn.Module) -> int:
     """Swap every nn.Linear (and pointwise, ungrouped, unpadded Conv1d) for its int8 weight-only twin, in
     place. Returns how many layers were swapped."""
+    from rtvox.engines.modules import Fp32Island
+
     swapped = 0
+    # fp32 islands (duration predictor) keep their float weights: durations decide the audio's timing.
+    islands = {id(m) for island in net.modules() if isinstance(island, Fp32Island) for m in island.modules()}
     for parent in list(net.modules()):
+        if id(parent) in islands:
+            continue
         for name, child in list(parent.named_children()):
             if isinstance(child, nn.Linear):
                 setattr(parent, name, Int8WeightOnlyLinear(child.weight, child.bias))

@@ -65,3 +65,21 @@ def test_weight_only_int8_acoustic_model_quality(bundle: ModelBundle) -> None:
         mel = bundle.acoustic.decode(hidden, durations)
         q_mel = quantized.decode(q_hidden, durations)  # same durations: compare spectra, not timing
     assert (q_mel - mel).abs().mean() < 0.05
+
+
+def test_half_precision_engines_keep_durations_in_fp32(bundle: ModelBundle) -> None:
+    from rtvox.engines.modules import Fp32Island, cast_module, export_module
+
+    net = cast_module(export_module("acoustic_encode", bundle.acoustic.encode), CPU, torch.bfloat16)
+    assert isinstance(net.model.variance.duration, Fp32Island)  # type: ignore[union-attr]
+    assert net.model.variance.duration.inner.head.weight.dtype == torch.float32  # type: ignore[union-attr]
+    assert bundle.acoustic.variance.duration.head.weight.dtype == torch.float32  # the bundle is untouched
+    cfg = bundle.config.acoustic
+    inputs = random_inputs([15, 33], cfg.cond_dim, cfg.vocab_size, [0, 150], seed=3).tensors(CPU)
+    with torch.no_grad():
+        _, durations = net(*(t.bfloat16() if t.is_floating_point() else t for t in inputs))
+        _, want = bundle.acoustic.encode(*inputs)
+    assert (durations - want).abs().max() <= 1  # the input to the island is bf16: at most a rounding flip
+    assert int(durations[1].sum()) == 150
+    assert quantize_weight_only_int8(net) > 0
+    assert net.model.variance.duration.inner.head.weight.dtype == torch.float32  # type: ignore[union-attr]
