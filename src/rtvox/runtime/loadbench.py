@@ -1,13 +1,14 @@
-"""Serving load benchmark: N concurrent streaming clients against a TTSService, plus a one-at-a-time baseline.
+"""Serving load benchmark: N concurrent streaming listeners against a TTSService, plus a one-at-a-time baseline.
 
-For each concurrency level N, N listeners loop for `level_duration_s`: wait an exponential think time (so arrivals
-are Poisson), send a request whose text length follows a log-normal distribution of chat-reply lengths (mixed zh
-and en), read the stream, and wait until its audio has played out (so N is the number of concurrent real-time
-streams, not N clients hammering the server). Per stream we record TTFA (request sent → first chunk), the
-real-time factor (wall time / audio time) and whether playback started at the first chunk would ever stall. A level passes when no
-stream stalls and P99 TTFA <= the target; the result names the largest passing N. The baseline serves the same
-kind of requests one at a time straight through `Synthesizer.stream`, so throughput under load can be compared
-with serial serving on the same machine in the same run. `run_load_bench` returns a JSON-able result.
+For each concurrency level N, N listeners loop for `level_duration_s`: wait an exponential think time (so
+arrivals are Poisson), send a request whose text length follows a log-normal distribution of chat-reply lengths
+(mixed zh and en), read the stream, and wait until its audio has played out (so N is the number of concurrent
+real-time streams, not N clients hammering the server). Per stream we record TTFA (request sent → first chunk),
+the real-time factor (wall time / audio time) and whether playback started at the first chunk would ever stall.
+A level passes when no stream stalls and P99 TTFA <= the target; the result names the largest passing N. The
+baseline serves the same kind of requests one at a time straight through `Synthesizer.stream`, so throughput
+under load can be compared with serial serving on the same machine in the same run. `run_load_bench` returns a
+JSON-able result.
 """
 
 from __future__ import annotations
