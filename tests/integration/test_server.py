@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -115,6 +116,25 @@ def test_native_tts_over_http(live: LiveServer) -> None:
     wav, sr = decode_audio(base64.b64decode(result["audio"]))
     assert len(wav) / sr == pytest.approx(4.0, abs=0.02)
     assert result["words"] and result["phonemes"][-1]["end"] == pytest.approx(4.0, abs=0.02)
+
+
+def test_client_disconnect_cancels_the_request(live: LiveServer) -> None:
+    before = live.service.stats()["requests"]["cancelled"]
+    text = "这是一个很长的句子，用来测试客户端断开连接以后服务器会不会取消请求。" * 60
+    body = {"text": text, "speed": 0.5, "response_format": "pcm"}
+    headers = {"Authorization": f"Bearer {KEY}"}
+    with (
+        httpx.Client(base_url=live.url, headers=headers, timeout=60) as http,
+        http.stream("POST", "/v1/tts", json=body) as r,
+    ):
+        assert r.status_code == 200
+        next(r.iter_raw())
+    # leaving the block closed the connection with most of the audio still to come
+    deadline = time.monotonic() + 30
+    while live.service.stats()["requests"]["cancelled"] == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert live.service.stats()["requests"]["cancelled"] == before + 1
+    assert live.service.stats()["admitted"] == 0
 
 
 def test_operator_endpoints(live: LiveServer) -> None:

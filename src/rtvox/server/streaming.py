@@ -12,7 +12,8 @@ import base64
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +21,7 @@ import numpy as np
 from rtvox.audio.encode import StreamEncoder
 from rtvox.constants import FRAMES_PER_SECOND, SAMPLE_RATE
 from rtvox.runtime.types import AudioChunk, SynthesisRequest
+from rtvox.server.errors import error_body, to_api_error
 from rtvox.server.metrics import Metrics
 from rtvox.server.protocol import SpeechService
 from rtvox.server.stretch import time_stretch
@@ -65,7 +67,7 @@ class ChunkStream:
         metrics.ttfa.labels(endpoint).observe(time.perf_counter() - started)
         return cls(endpoint, started, stretch, metrics, first, iterator)
 
-    async def chunks(self) -> AsyncIterator[tuple[AudioChunk, np.ndarray]]:
+    async def chunks(self) -> AsyncGenerator[tuple[AudioChunk, np.ndarray], None]:
         """(runtime chunk, audio to send) pairs; closing this generator cancels the runtime request."""
         try:
             if self._first is not None:
@@ -114,12 +116,14 @@ class Encoder:
 
 
 async def audio_body(stream: ChunkStream, fmt: str) -> AsyncIterator[bytes]:
-    """Raw file bytes, chunk by chunk; the concatenation is one valid file."""
+    """Raw file bytes, chunk by chunk; the concatenation is one valid file. A failure after the first bytes can
+    only cut the stream short (the status line is gone): the client sees an incomplete chunked body."""
     encoder = Encoder(fmt)
-    async for _, audio in stream.chunks():
-        data = await encoder.encode(audio)
-        if data:
-            yield data
+    async with aclosing(stream.chunks()) as chunks:
+        async for _, audio in chunks:
+            data = await encoder.encode(audio)
+            if data:
+                yield data
     tail = await encoder.flush()
     if tail:
         yield tail
@@ -129,13 +133,25 @@ def sse_event(payload: dict[str, object]) -> bytes:
     return b"data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
 
 
+def sse_error(exc: Exception) -> bytes:
+    """The event that ends an SSE stream that failed after it started (its status was already 200)."""
+    error = to_api_error(exc)
+    body = error_body(error.message, error.type, error.param, error.code)
+    return sse_event({"type": "error", "status": error.status, **body})
+
+
 async def openai_sse_body(stream: ChunkStream, fmt: str, input_chars: int) -> AsyncIterator[bytes]:
     """OpenAI's speech events: `speech.audio.delta` with base64 audio, then `speech.audio.done` with usage."""
     encoder = Encoder(fmt)
-    async for _, audio in stream.chunks():
-        data = await encoder.encode(audio)
-        if data:
-            yield sse_event({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()})
+    try:
+        async with aclosing(stream.chunks()) as chunks:
+            async for _, audio in chunks:
+                data = await encoder.encode(audio)
+                if data:
+                    yield sse_event({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()})
+    except Exception as exc:  # the stream is already 200: say what broke in-band, then end it
+        yield sse_error(exc)
+        return
     tail = await encoder.flush()
     if tail:
         yield sse_event({"type": "speech.audio.delta", "audio": base64.b64encode(tail).decode()})
@@ -147,16 +163,21 @@ async def openai_sse_body(stream: ChunkStream, fmt: str, input_chars: int) -> As
 async def native_sse_body(stream: ChunkStream, fmt: str, timeline: Timeline | None) -> AsyncIterator[bytes]:
     """Native events: each delta carries its audio and, when asked, the words and phonemes it speaks."""
     encoder = Encoder(fmt)
-    async for chunk, audio in stream.chunks():
-        data = await encoder.encode(audio)
-        event: dict[str, object] = {"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()}
-        event["index"] = chunk.index
-        event["text"] = chunk.text
-        if timeline is not None:
-            words, phonemes = timeline.add(chunk, len(audio))
-            event["words"] = [w.model_dump() for w in words]
-            event["phonemes"] = [p.model_dump() for p in phonemes]
-        yield sse_event(event)
+    try:
+        async with aclosing(stream.chunks()) as chunks:
+            async for chunk, audio in chunks:
+                data = await encoder.encode(audio)
+                event: dict[str, object] = {"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()}
+                event["index"] = chunk.index
+                event["text"] = chunk.text
+                if timeline is not None:
+                    words, phonemes = timeline.add(chunk, len(audio))
+                    event["words"] = [w.model_dump() for w in words]
+                    event["phonemes"] = [p.model_dump() for p in phonemes]
+                yield sse_event(event)
+    except Exception as exc:  # the stream is already 200: say what broke in-band, then end it
+        yield sse_error(exc)
+        return
     tail = await encoder.flush()
     if tail:
         yield sse_event({"type": "speech.audio.delta", "audio": base64.b64encode(tail).decode()})
@@ -167,9 +188,10 @@ async def collect(stream: ChunkStream, fmt: str, on_chunk: Callable[[AudioChunk,
     """The whole file at once (stream_format=json); `on_chunk(chunk, samples_sent)` sees each chunk."""
     encoder = Encoder(fmt)
     parts = []
-    async for chunk, audio in stream.chunks():
-        if on_chunk is not None:
-            on_chunk(chunk, len(audio))
-        parts.append(await encoder.encode(audio))
+    async with aclosing(stream.chunks()) as chunks:
+        async for chunk, audio in chunks:
+            if on_chunk is not None:
+                on_chunk(chunk, len(audio))
+            parts.append(await encoder.encode(audio))
     parts.append(await encoder.flush())
     return b"".join(parts)

@@ -29,6 +29,7 @@ class FakeService:
         self.live = 0
         self.started = False
         self.requests: list[SynthesisRequest] = []
+        self.fail_after_first: BaseException | None = None  # raised after the first chunk, to test mid-stream errors
         self._lock = asyncio.Lock()
 
     async def start(self) -> None:
@@ -60,6 +61,8 @@ class FakeService:
                 chunks = await asyncio.to_thread(lambda: list(self.synthesizer.stream_request(request)))
             for chunk in chunks:
                 yield chunk
+                if self.fail_after_first is not None:
+                    raise self.fail_after_first
         finally:
             self.live -= 1
 

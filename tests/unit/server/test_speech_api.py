@@ -232,3 +232,17 @@ def test_tts_short_reference_clip_is_400(client: TestClient) -> None:
     wav = (DATA / "speech_en_female_16k.wav").read_bytes()[: 44 + 16000 * 2]  # 1 s: under the 3 s minimum
     response = tts(client, speaker_reference=base64.b64encode(wav).decode())
     assert_openai_error(response, 400, "speaker_reference")
+
+
+def test_failure_after_the_first_chunk_ends_sse_with_an_error_event(
+    client: TestClient, fake_service: FakeService
+) -> None:
+    from rtvox.runtime.sched_types import DeadlineExceededError
+
+    fake_service.fail_after_first = DeadlineExceededError(1.0)
+    response = speech(client, response_format="pcm", stream_format="sse")
+    assert response.status_code == 200  # the status went out with the first audio
+    events = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
+    assert events[0]["type"] == "speech.audio.delta"
+    assert events[-1]["type"] == "error" and events[-1]["status"] == 504
+    assert set(events[-1]["error"]) == {"message", "type", "param", "code"}
