@@ -1,0 +1,137 @@
+"""Zero-shot cloning: speaker similarity of the output to a reference clip of a voice the model never trained on.
+
+References come from two places: the teacher corpus's `heldout-teacher` speakers (flite rms and its transforms,
+left out of training), assembled into 5-15 s clips from their neutral utterances, and a folder of extra clips
+(`--clone-refs`, e.g. the new voices of recipes/eval_teachers.py). For each reference the model speaks held-out
+sentences with `speaker_embedding=embed_speaker(clip)`; the GE2E embedding of every output is compared with the
+reference's (cosine) and with every built-in voice's: a trial passes when the reference is the closest.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import soundfile as sf
+
+from rtvox.audio.loudness import trim_silence
+from rtvox.constants import SAMPLE_RATE
+
+if TYPE_CHECKING:
+    from rtvox.runtime.synthesizer import Synthesizer
+
+HELDOUT_SPEAKERS = ("en_f_rms_01", "en_m_rms", "en_m_rms_01")
+CLIP_MIN_S, CLIP_TARGET_S, CLIP_MAX_S = 5.0, 10.0, 15.0
+GAP_S = 0.3
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference clip of a voice outside the training data."""
+
+    name: str
+    audio: np.ndarray  # float32 mono at SAMPLE_RATE, 5-15 s
+    source: str  # where it came from (corpus ids or a file)
+
+    def wav_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        sf.write(buffer, self.audio, SAMPLE_RATE, format="WAV", subtype="PCM_16")
+        return buffer.getvalue()
+
+
+def _read(path: Path) -> np.ndarray:
+    from rtvox.audio.decode import resample
+
+    audio, sr = sf.read(path, dtype="float32", always_2d=True)
+    mono = audio.mean(1)
+    return resample(mono, int(sr), SAMPLE_RATE) if sr != SAMPLE_RATE else mono
+
+
+def corpus_references(corpus: Path, speakers: tuple[str, ...] = HELDOUT_SPEAKERS) -> list[Reference]:
+    """One ~10 s clip per speaker: its first neutral English utterances (manifest order), trimmed and joined."""
+    manifest = corpus / "manifest.jsonl"
+    if not manifest.is_file():
+        return []
+    rows = [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines() if line]
+    refs = []
+    for speaker in speakers:
+        chosen = [r for r in rows if r["speaker"] == speaker and r["emotion"] == "neutral" and r["lang"] == "en"]
+        pieces: list[np.ndarray] = []
+        ids: list[str] = []
+        total = 0.0
+        for row in chosen:
+            clip = trim_silence(_read(corpus / row["path"]), SAMPLE_RATE)
+            if total + clip.shape[0] / SAMPLE_RATE > CLIP_MAX_S:
+                continue
+            pieces += [clip, np.zeros(int(GAP_S * SAMPLE_RATE), np.float32)]
+            ids.append(row["id"])
+            total += clip.shape[0] / SAMPLE_RATE + GAP_S
+            if total >= CLIP_TARGET_S:
+                break
+        if total >= CLIP_MIN_S:
+            refs.append(Reference(speaker, np.concatenate(pieces[:-1]), "corpus:" + ",".join(ids)))
+    return refs
+
+
+def folder_references(folder: Path) -> list[Reference]:
+    """Every *.wav of a folder, cut to CLIP_MAX_S; clips shorter than CLIP_MIN_S are skipped."""
+    refs = []
+    for path in sorted(folder.glob("*.wav")):
+        audio = trim_silence(_read(path), SAMPLE_RATE)[: int(CLIP_MAX_S * SAMPLE_RATE)]
+        if audio.shape[0] >= CLIP_MIN_S * SAMPLE_RATE:
+            refs.append(Reference(path.stem, audio, f"file:{path.name}"))
+    return refs
+
+
+def evaluate_cloning(synth: Synthesizer, references: list[Reference], sentences: list[str]) -> dict[str, Any]:
+    """Cosine to the reference and the closer-than-any-built-in share, per reference and over all trials."""
+    builtin_names = synth.voices.builtin_names
+    builtins = np.stack([synth.voices.get(name).embedding for name in builtin_names])  # [V, 256]
+    per_ref = []
+    cosines: list[float] = []
+    wins: list[bool] = []
+    for ref in references:
+        ref_emb = synth.embed_speaker(ref.wav_bytes())
+        trials = []
+        for text in sentences:
+            result = synth.synthesize(text, speaker_embedding=ref_emb)
+            # Outputs are single sentences, often under the 3 s a user's clip must have: embed them directly.
+            speech = trim_silence(result.audio, SAMPLE_RATE)
+            out_emb = synth.speaker_encoder.embed_reference(speech if speech.size else result.audio, SAMPLE_RATE)
+            cos_ref = float(np.dot(out_emb, ref_emb))
+            cos_builtin = builtins @ out_emb
+            nearest = int(np.argmax(cos_builtin))
+            win = cos_ref > float(cos_builtin[nearest])
+            cosines.append(cos_ref)
+            wins.append(win)
+            trials.append(
+                {
+                    "text": text,
+                    "cosine_to_reference": round(cos_ref, 4),
+                    "nearest_builtin": builtin_names[nearest],
+                    "cosine_to_nearest_builtin": round(float(cos_builtin[nearest]), 4),
+                    "closer_to_reference": win,
+                }
+            )
+        per_ref.append(
+            {
+                "reference": ref.name,
+                "source": ref.source,
+                "reference_seconds": round(ref.audio.shape[0] / SAMPLE_RATE, 2),
+                "reference_cosine_to_nearest_builtin": round(float(np.max(builtins @ ref_emb)), 4),
+                "mean_cosine": round(float(np.mean([t["cosine_to_reference"] for t in trials])), 4),
+                "trials": trials,
+            }
+        )
+    return {
+        "references": len(references),
+        "trials": len(cosines),
+        "mean_cosine": round(float(np.mean(cosines)), 4) if cosines else None,
+        "min_cosine": round(float(np.min(cosines)), 4) if cosines else None,
+        "closer_to_reference_share": round(float(np.mean(wins)), 4) if wins else None,
+        "per_reference": per_ref,
+    }

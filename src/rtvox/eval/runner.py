@@ -1,0 +1,164 @@
+"""`rtvox eval`: runs the requested measurements on a model (or on audio made elsewhere) and writes JSON plus a
+markdown table beside it.
+
+Intelligibility always runs; --clone, --emotion and --duration add the other measurements. Sentence counts for
+the slower parts are capped (EMOTION_SENTENCES, CLONE_SENTENCES, DURATION_SENTENCES per language) so a full run
+stays within about 15 minutes on two CPU cores.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rtvox.constants import SAMPLE_RATE
+from rtvox.eval.asr import WhisperJudge
+from rtvox.eval.intelligibility import Renderer, SentenceSet, audio_dir_renderer, evaluate_set
+from rtvox.eval.report import markdown_report
+
+EMOTION_SENTENCES = 6  # per language (en, zh), per voice
+EMOTION_VOICES = 2  # the default voice and the first built-in of the other gender
+CLONE_SENTENCES = 3  # per language (en, zh), per reference
+DURATION_SENTENCES = 3  # per language (en, zh)
+
+
+@dataclass
+class EvalOptions:
+    """What to measure and where the inputs are; every path is explicit so a run can be repeated."""
+
+    sets: list[SentenceSet]
+    model: Path | None = None  # model directory; None with audio_dir set
+    audio_dir: Path | None = None  # score pre-rendered audio (teachers) instead of a model
+    voice: str | None = None  # voice for intelligibility; None: the model's default
+    clone: bool = False
+    emotion: bool = False
+    duration: bool = False
+    corpus: Path | None = None  # teacher corpus, for the held-out cloning references
+    clone_refs: list[Path] = field(default_factory=list)  # folders of extra reference clips (*.wav)
+    judge_dir: Path | None = None  # emotion judge weights (default models/eval-emotion)
+    threads: int = 2
+    keep_audio: Path | None = None  # write every rendered clip here
+    command: str = ""  # the command line, recorded in the results
+
+
+def machine() -> str:
+    cpus = os.cpu_count() or 0
+    return f"{platform.machine()} {platform.system()} {cpus} CPU(s), Python {platform.python_version()}"
+
+
+def _model_renderer(synth: Any, voice: str | None) -> Renderer:
+    def render(lang: str, text: str) -> tuple[Any, int]:
+        return synth.synthesize(text, voice=voice).audio, SAMPLE_RATE
+
+    return render
+
+
+def _by_lang(sets: list[SentenceSet], cap: int) -> dict[str, list[str]]:
+    """First `cap` sentences of the en and zh sets (the emotion, cloning and duration tests' material)."""
+    return {s.lang: list(s.sentences[:cap]) for s in sets if s.lang in ("en", "zh")}
+
+
+def _other_gender_voice(synth: Any, default: str) -> list[str]:
+    voices = [default]
+    gender = synth.voices.get(default).gender
+    for name in synth.voices.builtin_names:
+        if name != default and synth.voices.get(name).gender != gender:
+            voices.append(name)
+            break
+    return voices[:EMOTION_VOICES]
+
+
+def run_eval(options: EvalOptions) -> dict[str, Any]:
+    """All requested measurements as one JSON-ready dict."""
+    started = time.perf_counter()
+    torch_threads(options.threads)
+    asr = WhisperJudge(threads=options.threads)
+    results: dict[str, Any] = {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine(),
+        "command": options.command,
+        "asr": {"model": "whisper-base (CTranslate2)", "compute_type": "int8", "beam_size": asr.beam_size},
+    }
+    synth = None
+    if options.audio_dir is not None:
+        render, available = audio_dir_renderer(options.audio_dir)
+        sets = [available[s.lang] for s in options.sets if s.lang in available]
+        results["audio_dir"] = str(options.audio_dir)
+    else:
+        from rtvox.runtime.synthesizer import Synthesizer
+
+        synth = Synthesizer(options.model, device="cpu")
+        voice = options.voice or synth.default_voice
+        render, sets = _model_renderer(synth, voice), options.sets
+        results["model"] = str(synth.model_dir)
+        results["voice"] = voice
+    results["sets"] = {}
+    for sentence_set in sets:
+        keep = options.keep_audio / "asr" if options.keep_audio else None
+        results["sets"][sentence_set.lang] = evaluate_set(sentence_set, render, asr, keep_audio=keep)
+        summary = results["sets"][sentence_set.lang]["summary"]
+        summary["path"] = str(sentence_set.path)
+        log(f"{sentence_set.lang}: {summary['primary']} {summary['metrics'][summary['primary']]['rate']:.3f}")
+    if synth is not None:
+        _model_only(synth, options, asr, results)
+    results["wall_s"] = round(time.perf_counter() - started, 1)
+    return results
+
+
+def _model_only(synth: Any, options: EvalOptions, asr: WhisperJudge, results: dict[str, Any]) -> None:
+    """Cloning, emotion and duration: measurements that need a model to ask for things."""
+    from rtvox.eval.cloning import corpus_references, evaluate_cloning, folder_references
+    from rtvox.eval.emotion_judge import EmotionJudge
+    from rtvox.eval.expressive import evaluate_duration, evaluate_emotion
+
+    voice = results["voice"]
+    if options.clone:
+        t0 = time.perf_counter()
+        refs = corpus_references(options.corpus) if options.corpus else []
+        for folder in options.clone_refs:
+            refs += folder_references(folder)
+        sentences = [t for texts in _by_lang(options.sets, CLONE_SENTENCES).values() for t in texts]
+        results["clone"] = evaluate_cloning(synth, refs, sentences)
+        results["clone"]["wall_s"] = round(time.perf_counter() - t0, 1)
+        log(f"clone: mean cosine {results['clone']['mean_cosine']} ({results['clone']['wall_s']} s)")
+    if options.emotion:
+        t0 = time.perf_counter()
+        judge = EmotionJudge.load(options.judge_dir)
+        voices = _other_gender_voice(synth, voice)
+        material = _by_lang(options.sets, EMOTION_SENTENCES)
+        results["emotion"] = evaluate_emotion(synth, judge, material, voices=voices, asr=asr)
+        results["emotion"]["wall_s"] = round(time.perf_counter() - t0, 1)
+        log(f"emotion: accuracy {results['emotion']['accuracy']} ({results['emotion']['wall_s']} s)")
+    if options.duration:
+        t0 = time.perf_counter()
+        sentences = [t for texts in _by_lang(options.sets, DURATION_SENTENCES).values() for t in texts]
+        results["duration"] = evaluate_duration(synth, sentences, voice=voice)
+        results["duration"]["wall_s"] = round(time.perf_counter() - t0, 1)
+        log(f"duration: mean error {results['duration']['mean_error']} ({results['duration']['wall_s']} s)")
+
+
+def log(message: str) -> None:
+    """Progress on stderr (stdout carries the markdown report)."""
+    print(f"[eval] {message}", file=sys.stderr, flush=True)
+
+
+def torch_threads(n: int) -> None:
+    import torch
+
+    torch.set_num_threads(max(1, n))
+
+
+def write_results(results: dict[str, Any], out: Path) -> Path:
+    """Write results JSON to `out` and the markdown table to the same name with .md; returns the .md path."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    md = out.with_suffix(".md")
+    md.write_text(markdown_report(results), encoding="utf-8")
+    return md
