@@ -25,11 +25,13 @@ def main() -> None:
     parser.add_argument("--baseline-requests", type=int, default=20)
     parser.add_argument("--max-batch", type=int, default=16)
     parser.add_argument("--max-wait-ms", type=float, default=10.0)
+    parser.add_argument("--max-batch-phonemes", type=int, default=None, help="phoneme budget per batched step")
     parser.add_argument("--natural-durations", action="store_true", help="do not set realistic target durations")
     args = parser.parse_args()
     config = ServiceConfig(
         max_batch=args.max_batch,
         max_wait_ms=args.max_wait_ms,
+        max_batch_phonemes=args.max_batch_phonemes,
         max_queue=1024,
         default_deadline_s=None,
         fallback_device=None,

@@ -296,6 +296,7 @@ def run_load_bench(
             "realistic_durations": realistic_durations,
             "max_batch": config.max_batch,
             "max_wait_ms": config.max_wait_ms,
+            "max_batch_phonemes": config.max_batch_phonemes,
             "seed": seed,
         },
         baseline=baseline,

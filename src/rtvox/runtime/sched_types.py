@@ -22,6 +22,10 @@ class SchedulerConfig:
     """Batching, queueing and deadline limits of one Scheduler."""
 
     max_batch_size: int = 32  # most chunk work items in one batch (the engines' largest batch profile)
+    # Most phonemes in one batch (None: no limit). A batch runs to the end once started, so on a CPU a few long
+    # chunks together hold back every new first chunk; a budget keeps each batch short. A chunk larger than the
+    # budget still runs, alone.
+    max_batch_phonemes: int | None = None
     max_wait_s: float = 0.010  # a partial batch is released once its oldest item has waited this long
     bucket_edges: tuple[int, ...] = DEFAULT_BUCKET_EDGES  # inclusive upper phoneme counts of the length buckets
     max_queue: int = 256  # most live (waiting or running) requests; more are refused with QueueFullError
@@ -42,6 +46,8 @@ class SchedulerConfig:
             raise ValueError(f"max_queue must be at least 1, got {self.max_queue}")
         if self.default_deadline_s is not None and not self.default_deadline_s > 0:
             raise ValueError(f"default_deadline_s must be > 0 or None, got {self.default_deadline_s}")
+        if self.max_batch_phonemes is not None and self.max_batch_phonemes < 1:
+            raise ValueError(f"max_batch_phonemes must be at least 1 or None, got {self.max_batch_phonemes}")
         if not math.isfinite(self.urgent_slack_s) or self.urgent_slack_s < 0:
             raise ValueError(f"urgent_slack_s must be a finite number ≥ 0, got {self.urgent_slack_s}")
 

@@ -174,9 +174,23 @@ class Scheduler:
             states.sort(key=lambda s: s.sort_key(now, self.config.urgent_slack_s))
         return buckets
 
+    def _take(self, states: list[_RequestState]) -> list[_RequestState]:
+        """The most urgent states that fit one batch: max_batch_size items within max_batch_phonemes (>= 1)."""
+        budget = self.config.max_batch_phonemes
+        chosen: list[_RequestState] = []
+        used = 0
+        for state in states[: self.config.max_batch_size]:
+            size = state.request.chunks[state.next_chunk].phoneme_count
+            if chosen and budget is not None and used + size > budget:
+                break
+            chosen.append(state)
+            used += size
+        return chosen
+
     def _release_time(self, states: list[_RequestState]) -> float:
-        """When this bucket may be released: now if full, else when its oldest item has waited max_wait_s."""
-        if len(states) >= self.config.max_batch_size:
+        """When this bucket may be released: now if a batch is full (items or phonemes), else when its oldest
+        item has waited max_wait_s."""
+        if len(self._take(states)) < len(states) or len(states) >= self.config.max_batch_size:
             return -math.inf
         return min(s.ready_at for s in states) + self.config.max_wait_s
 
@@ -190,7 +204,7 @@ class Scheduler:
         if not due:
             return None
         _, bucket, states = min(due, key=lambda entry: entry[0])
-        chosen = states[: self.config.max_batch_size]
+        chosen = self._take(states)
         items: list[BatchItem] = []
         for state in chosen:
             index = state.next_chunk

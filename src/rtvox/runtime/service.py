@@ -59,6 +59,9 @@ class ServiceConfig:
     default_deadline_s: float | None = 60.0  # per-request time budget when the caller gives none; None = no limit
     fallback_device: str | None = "cpu"  # device of the fallback Synthesizer built at start(); None = no fallback
     redis_url: str | None = None  # shared embedding cache; None keeps the synthesizer's cache as configured
+    # Most phonemes per batched step (None: no limit). Steps are not preemptible: on a CPU, a cap near one long
+    # chunk (e.g. MAX_CHUNK_PHONEMES) keeps first chunks from waiting behind several long later chunks.
+    max_batch_phonemes: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_batch < 1 or self.max_queue < 1 or self.max_chars < 1 or self.max_phonemes < 1:
@@ -100,7 +103,10 @@ class TTSService:
         self._fallback = fallback
         self._scheduler = Scheduler(
             SchedulerConfig(
-                max_batch_size=config.max_batch, max_wait_s=config.max_wait_ms / 1000.0, max_queue=config.max_queue
+                max_batch_size=config.max_batch,
+                max_wait_s=config.max_wait_ms / 1000.0,
+                max_queue=config.max_queue,
+                max_batch_phonemes=config.max_batch_phonemes,
             )
         )
         self._executor: Executor | None = None

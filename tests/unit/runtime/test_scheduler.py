@@ -313,3 +313,20 @@ def test_audio_seconds_must_match_the_batch() -> None:
     assert batch is not None
     with pytest.raises(ValueError, match="audio lengths"):
         sched.complete(BatchResult(batch.batch_id, audio_seconds=(1.0, 2.0)))
+
+
+def test_phoneme_budget_keeps_batches_short_and_releases_them_at_once() -> None:
+    sched = make(max_batch_size=8, max_wait_s=10.0, max_batch_phonemes=100)
+    for name in "abcd":
+        sched.add(req(name, 40))
+    first = sched.schedule(0.0)  # 4 x 40 > 100: the budget is full, no need to wait for max_wait
+    assert keys(first) == [("a", 0), ("b", 0)]
+    assert sched.schedule(0.0) is None  # c and d fit together: wait for company as usual
+    assert keys(sched.schedule(10.0)) == [("c", 0), ("d", 0)]
+    big = make(max_batch_size=8, max_wait_s=0.0, max_batch_phonemes=100, bucket_edges=(200,))
+    big.add(req("long", 150))
+    big.add(req("short", 10))
+    assert keys(big.schedule(0.0)) == [("long", 0)]  # larger than the budget: runs, alone
+    assert keys(big.schedule(0.0)) == [("short", 0)]
+    with pytest.raises(ValueError, match="max_batch_phonemes"):
+        SchedulerConfig(max_batch_phonemes=0)
