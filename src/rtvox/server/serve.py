@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from rtvox.server.config import ServerConfig
+from rtvox.server.protocol import SpeechService
 
 log = logging.getLogger("rtvox.server")
 
 
-def build_service(config: ServerConfig) -> Any:
+def build_service(config: ServerConfig) -> SpeechService:
     """The real TTSService for `config`: a Synthesizer on the chosen device, with a CPU fallback on GPUs."""
     from pathlib import Path
 

@@ -66,7 +66,7 @@ class VoiceRegistry:
         self.synth = synthesizer
         self.store = synthesizer.voices
         self.aliases = map_openai_voices([v for v in self.store.list() if v.builtin])
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rtvox-voices")
+        self._worker: ThreadPoolExecutor | None = None  # made on first use, so a restarted app gets a new one
         self._redis: Any = None
         if redis_url:
             import redis.asyncio as aioredis
@@ -76,7 +76,9 @@ class VoiceRegistry:
             )
 
     async def close(self) -> None:
-        self._worker.shutdown(wait=False, cancel_futures=True)
+        if self._worker is not None:
+            self._worker.shutdown(wait=False, cancel_futures=True)
+            self._worker = None
         if self._redis is not None:
             await self._redis.aclose()
 
@@ -133,6 +135,8 @@ class VoiceRegistry:
     async def embed(self, clip: bytes, *, param: str) -> np.ndarray:
         """GE2E embedding of an uploaded clip (decoded, checked for 3–30 s of speech, cached by its hash);
         a bad clip raises AudioInputError naming the request field `param`."""
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rtvox-voices")
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._worker, self.synth.embed_speaker, clip)
