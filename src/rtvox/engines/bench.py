@@ -14,7 +14,9 @@ from __future__ import annotations
 import copy
 import gc
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,7 @@ BENCH_TEXTS: dict[str, tuple[str, float]] = {
     ),
 }
 BATCHES: tuple[int, ...] = (1, 8, 32, 64)
+MODULE_NAMES: tuple[str, ...] = ("acoustic_encode", "acoustic_decode", "vocoder")
 
 
 def latency_stats(seconds: list[float]) -> dict[str, float]:
@@ -98,36 +101,43 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def run_once(engines: dict[str, Engine], chunks: list[PipelineInputs], device: torch.device) -> dict[str, float]:
+    """Seconds spent per module and end to end ("e2e") running every chunk once."""
+    spent = dict.fromkeys(MODULE_NAMES, 0.0)
+    _sync(device)
+    start = time.perf_counter()
+    for chunk in chunks:
+        t0 = time.perf_counter()
+        hidden, durations = engines["acoustic_encode"](*chunk.tensors(device))
+        _sync(device)
+        t1 = time.perf_counter()
+        (mel,) = engines["acoustic_decode"](hidden, durations)
+        _sync(device)
+        t2 = time.perf_counter()
+        (wav,) = engines["vocoder"](mel)
+        _ = wav[:, : int(durations.sum(1).max()) * HOP_LENGTH].cpu()  # the audio leaves the device
+        t3 = time.perf_counter()
+        spent["acoustic_encode"] += t1 - t0
+        spent["acoustic_decode"] += t2 - t1
+        spent["vocoder"] += t3 - t2
+    spent["e2e"] = time.perf_counter() - start
+    return spent
+
+
+def summarize(samples: list[dict[str, float]]) -> dict[str, Any]:
+    return {
+        "e2e": latency_stats([x["e2e"] for x in samples]),
+        "modules": {m: latency_stats([x[m] for x in samples]) for m in MODULE_NAMES},
+    }
+
+
 def time_pipeline(
     engines: dict[str, Engine], chunks: list[PipelineInputs], device: torch.device, repeats: int, warmup: int = 2
 ) -> dict[str, Any]:
     """Per-module and end-to-end times of running every chunk once (batch as given), `repeats` times."""
-    per_module: dict[str, list[float]] = {m: [] for m in ("acoustic_encode", "acoustic_decode", "vocoder")}
-    e2e: list[float] = []
-    for r in range(warmup + repeats):
-        spent = dict.fromkeys(per_module, 0.0)
-        _sync(device)
-        start = time.perf_counter()
-        for chunk in chunks:
-            t0 = time.perf_counter()
-            hidden, durations = engines["acoustic_encode"](*chunk.tensors(device))
-            _sync(device)
-            t1 = time.perf_counter()
-            (mel,) = engines["acoustic_decode"](hidden, durations)
-            _sync(device)
-            t2 = time.perf_counter()
-            (wav,) = engines["vocoder"](mel)
-            _ = wav[:, : int(durations.sum(1).max()) * HOP_LENGTH].cpu()  # the audio leaves the device
-            t3 = time.perf_counter()
-            spent["acoustic_encode"] += t1 - t0
-            spent["acoustic_decode"] += t2 - t1
-            spent["vocoder"] += t3 - t2
-        total = time.perf_counter() - start
-        if r >= warmup:
-            e2e.append(total)
-            for m, s in spent.items():
-                per_module[m].append(s)
-    return {"e2e": latency_stats(e2e), "modules": {m: latency_stats(v) for m, v in per_module.items()}}
+    for _ in range(warmup):
+        run_once(engines, chunks, device)
+    return summarize([run_once(engines, chunks, device) for _ in range(repeats)])
 
 
 @dataclass
@@ -143,70 +153,120 @@ class Variant:
         return f"{self.backend}-{self.dtype}"
 
 
-def bench_variant(
+def build_variant(
     bundle: ModelBundle,
     variant: Variant,
     device: torch.device,
     options: BuildOptions,
-    repeats: int,
-    batches: tuple[int, ...],
     texts: dict[str, tuple[str, float]],
-    reference: dict[str, torch.Tensor] | None,
-    budget_s: float = 120.0,
-) -> dict[str, Any]:
-    """Build the variant's engines, time every text and batch size, measure quality and memory."""
-    out: dict[str, Any] = {"backend": variant.backend, "dtype": variant.dtype}
-    dtype_name, _, method = variant.dtype.partition("-")  # "int8-static": ORT static int8, calibrated
+) -> dict[str, Engine]:
+    """The variant's engines; "int8-static" = ORT static int8 calibrated on the texts' mels."""
+    dtype_name, _, method = variant.dtype.partition("-")
     if method:
         options = copy.copy(options)
         options.int8_method = method
         options.calibration = vocoder_calibration(bundle, texts)
     t0 = time.perf_counter()
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats(device)
     engines = build_engines(bundle, variant.backend, device, parse_dtype(dtype_name), options=options)
-    out["build_s"] = round(time.perf_counter() - t0, 2)
-    out["engines"] = {k: getattr(e, "info", {}) for k, e in engines.items()}
-    started = time.perf_counter()
-    out["texts"] = {}
-    audio: dict[str, torch.Tensor] = {}
+    variant.result["build_s"] = round(time.perf_counter() - t0, 2)
+    variant.result["engines"] = {k: getattr(e, "info", {}) for k, e in engines.items()}
+    return engines
+
+
+def interleaved(
+    runners: dict[str, Callable[[], dict[str, float]]], repeats: int, warmup: int = 2
+) -> dict[str, list[dict[str, float]]]:
+    """Raw samples per runner, runners taking turns run by run (the order rotating), so a shared machine's
+    changing load falls on every variant alike instead of on whichever ran during a busy minute."""
+    labels = list(runners)
+    samples: dict[str, list[dict[str, float]]] = {label: [] for label in labels}
+    for r in range(warmup + repeats):
+        shift = r % max(len(labels), 1)
+        for label in labels[shift:] + labels[:shift]:
+            sample = runners[label]()
+            if r >= warmup:
+                samples[label].append(sample)
+    return samples
+
+
+# A reference system timed in the same turns: text -> (seconds spent, seconds of audio it produced).
+ExternalRunner = Callable[[str], tuple[float, float]]
+
+
+def bench_variants(
+    bundle: ModelBundle,
+    variants: list[Variant],
+    device: torch.device,
+    options: BuildOptions,
+    repeats: int,
+    batches: tuple[int, ...],
+    texts: dict[str, tuple[str, float]],
+    external: dict[str, ExternalRunner] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Build every variant (a failure is recorded in its row), then time them interleaved with the external
+    systems (Piper): every text at batch 1, then the batch sweep on the medium text as one row; quality
+    against the first variant. Returns (variant rows, {external label: {"texts": ...}})."""
+    external = external or {}
+    ext_results: dict[str, dict[str, Any]] = {label: {"texts": {}} for label in external}
+    ext_audio: dict[str, float] = {}
+    built: dict[str, dict[str, Engine]] = {}
+    for v in variants:
+        v.result.update({"backend": v.backend, "dtype": v.dtype})
+        try:
+            built[v.label] = build_variant(bundle, v, device, options, texts)
+        except Exception as exc:  # one failing backend must not lose the other rows
+            v.result["error"] = repr(exc)[:500]
+    reference: dict[str, torch.Tensor] = {}
     for name, (text, seconds) in texts.items():
         chunks = text_chunks(bundle, text, seconds)
-        if device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(device)
-        timing = time_pipeline(engines, chunks, device, repeats)
         audio_s = sum(int(c.target_frames.sum()) for c in chunks) * HOP_LENGTH / SAMPLE_RATE
-        timing["audio_s"] = audio_s
-        timing["chunks"] = len(chunks)
-        timing["rtf"] = timing["e2e"]["mean_ms"] / 1e3 / audio_s
-        if device.type == "cuda":
-            timing["peak_mem_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
-        wav = torch.cat([run_pipeline(engines, c, device)[0][0] for c in chunks])
-        audio[name] = wav
-        if reference is not None and name in reference:
-            timing["log_mel_l1_vs_eager_fp32"] = log_mel_l1(wav[None], reference[name][None])
-        out["texts"][name] = timing
-    out["throughput"] = {}
-    medium = text_chunks(bundle, *texts["medium"], single=True) if "medium" in texts else None
-    for batch in batches:
-        if medium is None or len(medium) != 1 or batch > options.profile.batch.max:
-            continue
-        if time.perf_counter() - started > budget_s:
-            out["throughput"][str(batch)] = {"skipped": "time budget"}
-            continue
-        timing = time_pipeline(engines, [batched(medium[0], batch)], device, max(2, repeats // 4), warmup=1)
-        audio_s = batch * int(medium[0].target_frames) * HOP_LENGTH / SAMPLE_RATE
-        out["throughput"][str(batch)] = {
-            "latency_ms": timing["e2e"]["mean_ms"],
-            "audio_s_per_s": audio_s / (timing["e2e"]["mean_ms"] / 1e3),
+        runners: dict[str, Callable[[], dict[str, float]]] = {
+            label: partial(run_once, engines, chunks, device) for label, engines in built.items()
         }
+        for label, fn in external.items():
+
+            def run_external(fn: ExternalRunner = fn, label: str = label, text: str = text) -> dict[str, float]:
+                elapsed, ext_audio[label] = fn(text)
+                return {"e2e": elapsed}
+
+            runners[label] = run_external
+        samples = interleaved(runners, repeats)
+        for label in external:
+            stats = latency_stats([x["e2e"] for x in samples[label]])
+            rtf = stats["mean_ms"] / 1e3 / ext_audio[label]
+            ext_results[label]["texts"][name] = {"e2e": stats, "audio_s": ext_audio[label], "rtf": rtf}
+        for v in variants:
+            if v.label not in built:
+                continue
+            timing = summarize(samples[v.label])
+            timing |= {"audio_s": audio_s, "chunks": len(chunks), "rtf": timing["e2e"]["mean_ms"] / 1e3 / audio_s}
+            wav = torch.cat([run_pipeline(built[v.label], c, device)[0][0] for c in chunks])
+            if name in reference:
+                timing["log_mel_l1_vs_eager_fp32"] = log_mel_l1(wav[None], reference[name][None])
+            else:
+                reference[name] = wav
+            v.result.setdefault("texts", {})[name] = timing
+    medium = text_chunks(bundle, *texts["medium"], single=True) if "medium" in texts else []
+    for batch in batches:
+        if len(medium) != 1 or batch > options.profile.batch.max:
+            continue
+        audio_s = batch * int(medium[0].target_frames) * HOP_LENGTH / SAMPLE_RATE
+        rows = [batched(medium[0], batch)]
+        runners = {label: partial(run_once, engines, rows, device) for label, engines in built.items()}
+        samples = interleaved(runners, max(2, repeats // 4), warmup=1)
+        for v in variants:
+            if v.label in built:
+                ms = latency_stats([x["e2e"] for x in samples[v.label]])["mean_ms"]
+                v.result.setdefault("throughput", {})[str(batch)] = {
+                    "latency_ms": ms,
+                    "audio_s_per_s": audio_s / (ms / 1e3),
+                }
     if device.type == "cuda":
-        out["peak_mem_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
-    out["_audio"] = audio
-    del engines
+        for v in variants:
+            v.result["peak_mem_mb_all_variants"] = torch.cuda.max_memory_allocated(device) / 2**20
+    del built
     gc.collect()
-    return out
+    return [v.result for v in variants], ext_results
 
 
 def markdown_table(results: list[dict[str, Any]], piper: dict[str, Any] | None = None) -> str:

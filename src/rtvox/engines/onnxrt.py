@@ -178,15 +178,11 @@ def build_onnx_engine(
     method = options.int8_method if dtype == torch.int8 else None
     key = CacheKey.make(options.model_hash or state_hash(net), module, "onnx", dtype, device, profile, {"int8": method})
     folder = key.folder(options.cache_dir)
-    fp_model = folder / "model.onnx"
     model_path = folder / ("model.int8.onnx" if method else "model.onnx")
+    # int8 starts from the fp32 export, kept in the fp32 engine's folder so either build reuses the other's.
+    fp_key = CacheKey.make(key.model_hash, module, "onnx", torch.float32, device, profile, {"int8": None})
+    fp_model = fp_key.folder(options.cache_dir) / "model.onnx" if method else model_path
     info: dict[str, Any] = {}
-    if method and not fp_model.is_file() and not options.rebuild:
-        # int8 starts from the fp32 export: reuse the fp32 engine's file when it was built already.
-        fp_key = CacheKey.make(key.model_hash, module, "onnx", torch.float32, device, profile, {"int8": None})
-        fp_source = fp_key.folder(options.cache_dir) / "model.onnx"
-        if fp_source.is_file():
-            shutil.copyfile(fp_source, fp_model)
     if options.rebuild or not model_path.is_file():
         example = cast_inputs(example_inputs(module, net, profile, "opt", next(net.parameters()).device), dtype)
         if options.rebuild or not fp_model.is_file():

@@ -11,13 +11,15 @@ import torch
 from rtvox.engines.base import BuildOptions
 from rtvox.engines.shapes import ShapeProfile
 from rtvox.models.bundle import ModelBundle, make_random_bundle
+from rtvox.text import Vocabulary
 
 CPU = torch.device("cpu")
 
 
 @pytest.fixture(scope="session")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> ModelBundle:
-    b = make_random_bundle(tmp_path_factory.mktemp("model") / "tiny", preset="tiny", seed=0)
+    vocab = Vocabulary.default().to_dict()  # the real phoneme set: bench tests run the text frontend
+    b = make_random_bundle(tmp_path_factory.mktemp("model") / "tiny", preset="tiny", vocab=vocab, seed=0)
     with torch.no_grad():
         # A random duration head predicts ~0 frames (all ones); this spreads durations like a trained model.
         b.acoustic.variance.duration.head.bias.fill_(1.3)

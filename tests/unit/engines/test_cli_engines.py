@@ -1,0 +1,41 @@
+"""`rtvox build` and `rtvox bench` through the CLI on a tiny model (eager only: compiling is tested elsewhere)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rtvox.models.bundle import ModelBundle
+
+
+@pytest.fixture()
+def model_dir(bundle: ModelBundle) -> Path:
+    assert bundle.path is not None
+    return bundle.path
+
+
+def test_build_eager_prints_each_engine(model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rtvox.cli import app
+
+    monkeypatch.setenv("RTVOX_ENGINE_CACHE", str(tmp_path))
+    result = CliRunner().invoke(app, ["build", "--backend", "eager", "--device", "cpu", "--model", str(model_dir)])
+    assert result.exit_code == 0, result.output
+    built = json.loads(result.stdout)
+    assert set(built) == {"acoustic_encode", "acoustic_decode", "vocoder"}
+    assert {v["backend"] for v in built.values()} == {"eager"}
+
+
+def test_bench_writes_json_table_and_chart(model_dir: Path, tmp_path: Path) -> None:
+    from rtvox.engines.bench_run import run_bench
+
+    texts = {"short": ("Good morning.", 1.0), "medium": ("See you at the station tomorrow.", 2.0)}
+    report = run_bench(
+        model_dir, [("eager", "float32")], tmp_path, repeats=2, batches=(1, 2), profile="ci", texts=texts
+    )
+    row = report["results"][0]
+    assert row["texts"]["short"]["rtf"] > 0 and row["throughput"]["2"]["audio_s_per_s"] > 0
+    assert report["costs_10s"][2]["module"] == "vocoder" and report["costs_10s"][2]["flops"] > 0
+    assert (tmp_path / "bench.json").is_file() and "| eager | float32 |" in (tmp_path / "bench.md").read_text()
