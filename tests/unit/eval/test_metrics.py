@@ -29,6 +29,11 @@ def test_digits_in_a_hypothesis_match_words_in_the_reference() -> None:
     assert score("今天二十五度。", "今天25度", "zh")["cer"].errors == 0
 
 
+def test_whisper_dotted_clock_time_reads_as_the_time() -> None:
+    assert normalize_for_scoring("闹钟定在15.40分") == normalize_for_scoring("闹钟定在15:40。")
+    assert normalize_for_scoring("价格是12.45元") == "价 格 是 十 二 点 四 五 元"  # a decimal stays a decimal
+
+
 def test_edit_counts_classifies_operations() -> None:
     counts = edit_counts(["a", "b", "c", "d"], ["a", "x", "c", "d", "e"])
     assert (counts.substitutions, counts.deletions, counts.insertions, counts.reference_length) == (1, 0, 1, 4)
