@@ -139,7 +139,10 @@ def install_error_handlers(app: FastAPI) -> None:
             exc.status_code, (INVALID_REQUEST if exc.status_code < 500 else SERVER_ERROR, None)
         )
         headers = dict(exc.headers or {})
-        return error_response(APIError(exc.status_code, str(exc.detail), type=type_, code=code, headers=headers))
+        message = str(exc.detail).rstrip(".")
+        if exc.status_code == 400:  # the framework could not parse the body at all
+            message += "; send UTF-8 JSON with Content-Type: application/json (multipart/form-data for uploads)"
+        return error_response(APIError(exc.status_code, message, type=type_, code=code, headers=headers))
 
     app.add_exception_handler(APIError, on_api_error)
     app.add_exception_handler(RequestValidationError, on_validation)

@@ -93,3 +93,27 @@ def test_page_and_schema(client: TestClient) -> None:
     assert 'src="http' not in page.text and 'href="http' not in page.text  # no CDN: everything is served here
     schema = client.get("/openapi.json").json()
     assert {"/v1/audio/speech", "/v1/tts", "/v1/audio/voices", "/v1/models"} <= set(schema["paths"])
+
+
+def test_malformed_bodies_are_4xx(client: TestClient) -> None:
+    json_type = {"content-type": "application/json"}
+    multipart = {"content-type": "multipart/form-data; boundary=zz"}
+    for path, body, headers in (
+        ("/v1/audio/speech", b'\xff\xfe{"a":1}', json_type),
+        ("/v1/audio/speech", b'{"model":"tts-1","input":"hi","voice":"alloy","speed":NaN}', json_type),
+        ("/v1/audio/speech", b'{"model":"tts-1","input":"\\ud800","voice":"alloy"}', json_type),
+        ("/v1/audio/speech", b"", json_type),
+        ("/v1/tts", b'{"text":"hi","seed":1e30}', json_type),
+        ("/v1/audio/voices", b"garbage", multipart),
+        ("/v1/audio/voices", b"garbage", {"content-type": "multipart/form-data"}),
+    ):
+        response = client.post(path, content=body, headers=headers)
+        assert 400 <= response.status_code < 500, (path, body, response.status_code)
+        assert set(response.json()["error"]) == {"message", "type", "param", "code"}
+
+
+def test_static_files_cannot_escape(client: TestClient) -> None:
+    for path in ("/static/../../etc/passwd", "/static/%2e%2e/%2e%2e/etc/passwd", "/static/..%2f..%2fetc%2fpasswd"):
+        response = client.get(path)
+        assert response.status_code == 404
+        assert "root:" not in response.text
