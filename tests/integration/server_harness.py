@@ -40,7 +40,17 @@ class LiveServer:
     ) -> None:
         synth = Synthesizer(model, device="cpu", voices_dir=voices_dir)
         self.service = TTSService(synth, service or ServiceConfig(fallback_device=None))
-        self.app = create_app(self.service, ServerConfig(**server_config))
+        self._setup(create_app(self.service, ServerConfig(**server_config)))
+
+    @classmethod
+    def around(cls, app: Any) -> LiveServer:
+        """Serve an app built elsewhere (e.g. around a test double of the runtime)."""
+        server = cls.__new__(cls)
+        server._setup(app)
+        return server
+
+    def _setup(self, app: Any) -> None:
+        self.app = app
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning", access_log=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -135,6 +136,52 @@ def test_client_disconnect_cancels_the_request(live: LiveServer) -> None:
         time.sleep(0.05)
     assert live.service.stats()["requests"]["cancelled"] == before + 1
     assert live.service.stats()["admitted"] == 0
+
+
+def test_audio_leaves_before_synthesis_ends(tiny_model: Path, tmp_path: Path) -> None:
+    """The first chunk's bytes reach the client while the runtime is still held on the second chunk."""
+    from rtvox.runtime import Synthesizer
+    from rtvox.runtime.types import AudioChunk, SynthesisRequest
+    from rtvox.server import create_app
+
+    gate = threading.Event()
+
+    class HeldService:
+        def __init__(self) -> None:
+            self.synthesizer = Synthesizer(tiny_model, device="cpu", voices_dir=tmp_path)
+            self.ready = True
+
+        async def start(self) -> None: ...
+
+        async def stop(self) -> None: ...
+
+        def health(self) -> dict[str, object]:
+            return {}
+
+        def stats(self) -> dict[str, object]:
+            return {}
+
+        async def synthesize(self, request: SynthesisRequest, *, deadline_s: float | None = None) -> object:
+            raise NotImplementedError
+
+        async def stream(self, request: SynthesisRequest, *, deadline_s: float | None = None):  # type: ignore[no-untyped-def]
+            audio = np.full(2400, 0.25, np.float32)
+            yield AudioChunk(0, audio, "first", False)
+            await asyncio.to_thread(gate.wait, 30)
+            yield AudioChunk(1, audio, "second", True)
+
+    with LiveServer.around(create_app(HeldService())) as server:  # type: ignore[arg-type]
+        body = {"model": "tts-1", "voice": "alloy", "input": "Hello.", "response_format": "pcm"}
+        with (
+            httpx.Client(base_url=server.url, timeout=60) as http,
+            http.stream("POST", "/v1/audio/speech", json=body) as r,
+        ):
+            pieces = r.iter_raw()
+            first = next(pieces)
+            assert len(first) == 2 * 2400 and not gate.is_set()  # arrived while the second chunk was held
+            gate.set()
+            rest = b"".join(pieces)
+        assert len(first) + len(rest) == 4 * 2400
 
 
 def test_operator_endpoints(live: LiveServer) -> None:
