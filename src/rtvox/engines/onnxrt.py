@@ -12,6 +12,7 @@ provider ahead of the CPU one. The GPU providers are unverified in our environme
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -187,12 +188,16 @@ def build_onnx_engine(
         example = cast_inputs(example_inputs(module, net, profile, "opt", next(net.parameters()).device), dtype)
         if options.rebuild or not fp_model.is_file():
             with torch.no_grad():
-                info |= export_onnx(net, module, profile, example, fp_model)
+                exported = export_onnx(net, module, profile, example, fp_model)
+            fp_model.with_name("export.json").write_text(json.dumps(exported, indent=1))
         if method:
             from rtvox.engines.quant import quantize_onnx_int8
 
             info |= quantize_onnx_int8(fp_model, model_path, method, options.calibration, input_names(module))
     del net
+    record = fp_model.with_name("export.json")  # how the fp32 graph was made, cached or not
+    if record.is_file():
+        info |= json.loads(record.read_text())
     sess_options = ort.SessionOptions()
     sess_options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     sess_options.intra_op_num_threads = torch.get_num_threads()
