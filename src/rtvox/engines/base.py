@@ -49,7 +49,7 @@ class BuildOptions:
     model_hash: str | None = None  # bundle.model_hash; None: a hash of the module's tensors
     warmup: bool = True  # run every bucket at load
     rebuild: bool = False  # ignore cached artifacts
-    mode: str | None = None  # inductor: torch.compile mode (None: max-autotune on GPU, default on CPU)
+    mode: str | None = None  # inductor: torch.compile mode (None: reduce-overhead on GPU, default on CPU)
     int8_method: str = "dynamic"  # onnx int8: dynamic | static
     int8_modules: tuple[str, ...] = ("vocoder",)  # onnx int8 where it pays; the other modules stay fp32
     calibration: list[tuple[torch.Tensor, ...]] | None = None  # static int8 / TensorRT INT8: real inputs
