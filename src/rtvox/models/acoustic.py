@@ -89,6 +89,18 @@ class AcousticConfig:
         ),
         # ~20M parameters.
         "base": dict(ff_dim=768),
+        # ~2M parameters, ~0.5M multiply-adds per mel frame: trainable on a CPU (the fallback when no GPU is lent).
+        "mini": dict(
+            dim=128,
+            encoder_layers=3,
+            decoder_layers=3,
+            ff_dim=512,
+            ff_kernels=(5, 1),
+            decoder_ff_kernels=(3, 1),
+            variance_channels=128,
+            postnet_layers=0,
+            dropout=0.05,
+        ),
         # ~17M parameters, ~6M multiply-adds per mel frame: the shipped default (2-core CPU real-time budget).
         "small": dict(
             ff_dim=768,

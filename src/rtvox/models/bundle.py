@@ -80,7 +80,8 @@ class ModelConfig:
         "tiny": ("tiny", "tiny", "tiny"),  # tests and CI
         "base": ("base", "v1", "base"),  # the shipped quality model
         "light": ("base", "light", "base"),  # same acoustic model, 15x smaller vocoder
-        "small": ("small", "vocos-small", "base"),  # the shipped default: fast on a 2-core CPU
+        "small": ("small", "vocos-small", "base"),
+        "mini": ("mini", "vocos-mini", "base"),  # CPU-trainable fallback  # the shipped default: fast on a 2-core CPU
     }
 
     def __post_init__(self) -> None:

@@ -45,6 +45,7 @@ class VocosConfig:
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         "base": {},  # ~8.1M parameters
         "small": dict(dim=256, intermediate_dim=768, layers=8),  # ~3.5M: the shipped CPU-friendly setting
+        "mini": dict(dim=128, intermediate_dim=384, layers=4),  # ~0.7M: trainable on a CPU
         "tiny": dict(dim=32, intermediate_dim=64, layers=2),  # unit tests
     }
 
