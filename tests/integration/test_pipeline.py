@@ -126,3 +126,9 @@ def test_bad_references_are_refused(synth: Synthesizer, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="invalid voice name"):
         synth.clone_voice("../evil", MALE_CLIP)
     assert [v.name for v in synth.voices.list() if not v.builtin] == []
+
+
+def test_text_with_nothing_speakable_is_a_text_error(synth: Synthesizer) -> None:
+    with pytest.raises(TextError, match="nothing to speak") as info:
+        synth.synthesize("Привет 😀")
+    assert info.value.param == "input"

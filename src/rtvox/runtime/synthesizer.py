@@ -15,7 +15,7 @@ from rtvox.audio.mel import MelSpectrogram
 from rtvox.audio.reference import prepare_reference
 from rtvox.constants import EMOTIONS, FRAMES_PER_SECOND, SAMPLE_RATE, SPEAKER_SAMPLE_RATE
 from rtvox.engines import Engine, build_engine
-from rtvox.errors import AudioInputError, InputError, ModelError
+from rtvox.errors import AudioInputError, InputError, ModelError, TextError
 from rtvox.models.bundle import ModelBundle
 from rtvox.models.emotion import fuse_condition
 from rtvox.models.speaker import SpeakerEncoder, default_speaker_encoder_dir
@@ -221,6 +221,12 @@ class Synthesizer:
         Raises TextError when the text has nothing to speak. Runs acoustic_encode once when `duration` is set.
         """
         front = self.frontend.process(request.text)
+        if not front.chunks:
+            detail = f" ({'; '.join(front.warnings)})" if front.warnings else ""
+            raise TextError(
+                f"nothing to speak: the text has no Chinese or English words{detail}; rtvox reads zh and en only",
+                param="input",
+            )
         cond = self.condition(request)
         ids = [self.vocab.encode(list(chunk.phonemes)) for chunk in front.chunks]
         targets = [0] * len(ids)

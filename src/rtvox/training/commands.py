@@ -28,6 +28,8 @@ def acoustic(
     max_steps: Annotated[int, typer.Option("--max-steps")] = 1_000_000,
     batch_frames: Annotated[int, typer.Option("--batch-frames")] = 24_000,
     lr: Annotated[float, typer.Option("--lr")] = 1e-3,
+    warmup: Annotated[int, typer.Option("--warmup", help="learning-rate warm-up steps")] = 1000,
+    bin_start: Annotated[int, typer.Option("--bin-start", help="step at which the binarization loss starts")] = 2000,
     device: DeviceOpt = "cuda",
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
@@ -45,6 +47,8 @@ def acoustic(
             max_steps=max_steps,
             batch_frames=batch_frames,
             lr=lr,
+            warmup=warmup,
+            bin_start=bin_start,
             device=device,
             seed=seed,
         )
