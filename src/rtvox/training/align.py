@@ -75,16 +75,8 @@ def forward_sum_loss(logits: Tensor, ph_len: Tensor, mel_len: Tensor) -> Tensor:
     return F.ctc_loss(log_probs, targets, mel_len, ph_len, blank=0, reduction="mean", zero_infinity=True)
 
 
-def _viterbi_numpy(logp: np.ndarray, n: int, t: int) -> np.ndarray:
-    # logp: [T, N] -> durations [N] of the best monotonic path from (0, 0) to (t-1, n-1)
-    score = np.full((t, n), -np.inf)
-    came_from_prev = np.zeros((t, n), dtype=bool)
-    score[0, 0] = logp[0, 0]
-    for i in range(1, t):
-        stay = score[i - 1, :n]
-        move = np.concatenate([[-np.inf], score[i - 1, : n - 1]])
-        came_from_prev[i] = move > stay
-        score[i] = np.maximum(stay, move) + logp[i, :n]
+def _backtrack(came_from_prev: np.ndarray, n: int, t: int) -> np.ndarray:
+    # came_from_prev: Bool[T, N] (the best path into (i, j) came from phoneme j - 1) -> durations [N]
     durations = np.zeros(n, dtype=np.int64)
     j = n - 1
     for i in range(t - 1, -1, -1):
@@ -94,10 +86,28 @@ def _viterbi_numpy(logp: np.ndarray, n: int, t: int) -> np.ndarray:
     return durations
 
 
+def _forward_numpy(logp: np.ndarray, n: int, t: int) -> np.ndarray:
+    # logp: [T, N] -> Bool[T, N] back-pointers of the best monotonic paths from (0, 0)
+    score = np.full((t, n), -np.inf)
+    came_from_prev = np.zeros((t, n), dtype=bool)
+    score[0, 0] = logp[0, 0]
+    for i in range(1, t):
+        stay = score[i - 1, :n]
+        move = np.concatenate([[-np.inf], score[i - 1, : n - 1]])
+        came_from_prev[i] = move > stay
+        score[i] = np.maximum(stay, move) + logp[i, :n]
+    return came_from_prev
+
+
+def _viterbi_numpy(logp: np.ndarray, n: int, t: int) -> np.ndarray:
+    """Durations [N] of the best monotonic path from (0, 0) to (t-1, n-1) through logp [T, N]."""
+    return _backtrack(_forward_numpy(logp, n, t), n, t)
+
+
 if _HAVE_NUMBA:
 
     @numba.njit(cache=False)  # type: ignore[misc,unused-ignore]
-    def _viterbi_numba(logp: np.ndarray, n: int, t: int) -> np.ndarray:  # pragma: no cover - same as numpy path
+    def _forward_numba(logp: np.ndarray, n: int, t: int) -> np.ndarray:  # pragma: no cover - same as numpy path
         score = np.full((t, n), -np.inf)
         back = np.zeros((t, n), dtype=np.bool_)
         score[0, 0] = logp[0, 0]
@@ -110,13 +120,10 @@ if _HAVE_NUMBA:
                     back[i, j] = True
                 else:
                     score[i, j] = stay + logp[i, j]
-        durations = np.zeros(n, dtype=np.int64)
-        j = n - 1
-        for i in range(t - 1, -1, -1):
-            durations[j] += 1
-            if i > 0 and back[i, j]:
-                j -= 1
-        return durations
+        return back
+
+    def _viterbi_numba(logp: np.ndarray, n: int, t: int) -> np.ndarray:  # pragma: no cover - machine-dependent
+        return _backtrack(_forward_numba(logp, n, t), n, t)
 
 
 def monotonic_durations(log_attn: Tensor, ph_len: Tensor, mel_len: Tensor) -> Tensor:

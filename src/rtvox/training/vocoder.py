@@ -29,6 +29,17 @@ from rtvox.training.data import load_vocoder_audio, random_segments
 STFT_RESOLUTIONS = ((512, 128), (1024, 256), (2048, 512))
 
 
+def _run_stack(convs: nn.ModuleList, post: nn.Module, x: Tensor) -> tuple[Tensor, list[Tensor]]:
+    """A discriminator's conv stack: (flattened scores, every layer's activations for feature matching)."""
+    feats = []
+    for conv in convs:
+        x = F.leaky_relu(conv(x), 0.1)
+        feats.append(x)
+    x = post(x)
+    feats.append(x)
+    return x.flatten(1), feats
+
+
 class PeriodDiscriminator(nn.Module):
     def __init__(self, period: int, channels: tuple[int, ...] = (32, 64, 128, 256)) -> None:
         super().__init__()
@@ -43,13 +54,7 @@ class PeriodDiscriminator(nn.Module):
         b, t = wav.shape
         pad = (-t) % self.period
         x = F.pad(wav, (0, pad), mode="reflect").view(b, 1, -1, self.period)
-        feats = []
-        for conv in self.convs:
-            x = F.leaky_relu(conv(x), 0.1)
-            feats.append(x)
-        x = self.post(x)
-        feats.append(x)
-        return x.flatten(1), feats
+        return _run_stack(self.convs, self.post, x)
 
 
 class SpectrogramDiscriminator(nn.Module):
@@ -72,13 +77,7 @@ class SpectrogramDiscriminator(nn.Module):
     def forward(self, wav: Tensor) -> tuple[Tensor, list[Tensor]]:
         spec = torch.stft(wav.float(), self.n_fft, self.hop, window=self.window, return_complex=True).abs()
         x = spec.clamp_min(1e-5).log().transpose(1, 2)[:, None]  # [B, 1, frames, bins]
-        feats = []
-        for conv in self.convs:
-            x = F.leaky_relu(conv(x), 0.1)
-            feats.append(x)
-        x = self.post(x)
-        feats.append(x)
-        return x.flatten(1), feats
+        return _run_stack(self.convs, self.post, x)
 
 
 class Discriminators(nn.Module):
