@@ -6,6 +6,7 @@
 #                                              for MINUTES, resuming from $RUNS when a previous call left state
 #                                              there, else from snapshots in DIR/init if present; the snapshots
 #                                              and logs go to $OUT as 15 MiB pieces of one tar (snap.tar.*).
+#   VOCODER=0 recipes/train/gpu.sh train ...   acoustic model only (keep an already trained vocoder)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DATA=${DATA:-/tmp/rtvox-data}
@@ -20,7 +21,9 @@ ls -la "$DATA"
 
 minutes=$3
 # soundfile (Opus decoding for the vocoder's data) is not in the GPU image: carried as wheels in .whl/
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+if [ "${VOCODER:-1}" != 0 ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+fi
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src:/tmp/site:${PYTHONPATH:-}
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv
 ainit=() vinit=()
@@ -29,13 +32,16 @@ if [ ! -f "$RUNS/vocoder/state.pt" ] && [ -d "$src/init/vocoder" ]; then vinit=(
 python3 -m rtvox train acoustic --data "$DATA" --run-dir "$RUNS/acoustic" --minutes "$minutes" \
   --batch-frames "${BATCH_FRAMES:-24000}" "${ainit[@]}" >"$RUNS/acoustic.log" 2>&1 &
 apid=$!
-python3 -m rtvox train vocoder --data "$DATA" --run-dir "$RUNS/vocoder" --minutes "$minutes" \
-  --batch "${VOC_BATCH:-32}" "${vinit[@]}" >"$RUNS/vocoder.log" 2>&1 &
-vpid=$!
+vpid=
+if [ "${VOCODER:-1}" != 0 ]; then
+  python3 -m rtvox train vocoder --data "$DATA" --run-dir "$RUNS/vocoder" --minutes "$minutes" \
+    --batch "${VOC_BATCH:-32}" "${vinit[@]}" >"$RUNS/vocoder.log" 2>&1 &
+  vpid=$!
+fi
 ( while kill -0 $apid 2>/dev/null; do sleep 60; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; tail -n 1 "$RUNS/acoustic.log"; tail -n 1 "$RUNS/vocoder.log"; done ) &
 wait $apid || echo "acoustic exited with $?"
-wait $vpid || echo "vocoder exited with $?"
-tail -n 3 "$RUNS/acoustic.log" "$RUNS/vocoder.log"
+[ -z "$vpid" ] || wait $vpid || echo "vocoder exited with $?"
+tail -n 3 "$RUNS"/*.log
 mkdir -p /tmp/pack/acoustic /tmp/pack/vocoder
 cp "$RUNS"/acoustic/snapshot/* /tmp/pack/acoustic/ 2>/dev/null || true
 cp "$RUNS"/vocoder/snapshot/* /tmp/pack/vocoder/ 2>/dev/null || true

@@ -91,6 +91,28 @@ def test_train_resume_export_and_speak(packed: Path, tmp_path: Path) -> None:
     voices.write_text(json.dumps(spec), "utf-8")
     bundle = export_bundle(tmp_path / "ac" / "snapshot", tmp_path / "voc" / "snapshot", packed, voices, tmp_path / "m")
     assert bundle.config.vocoder.family == "vocos" and list(bundle.voices) == ["a"]
+    assert bundle.config.skip_symbols == ("#1", "#2")  # the trainer's default travels with the weights
     synth = Synthesizer(tmp_path / "m", voices_dir=tmp_path / "clones")
     result = synth.synthesize("你好，world。")
     assert result.audio.size > 0 and np.isfinite(result.audio).all()
+    for chunk in result.chunks:  # word boundaries take no time; every phoneme keeps a duration slot
+        assert len(chunk.durations) == len(chunk.phonemes)
+        assert all(d == 0 for p, d in zip(chunk.phonemes, chunk.durations, strict=True) if p in ("#1", "#2"))
+        assert sum(chunk.durations) * 256 == chunk.audio.size
+
+
+def test_drop_ids_removes_symbols_and_keeps_utterances_aligned(packed: Path) -> None:
+    from rtvox.text.vocab import Vocabulary
+    from rtvox.training.data import drop_ids, load_acoustic
+
+    vocab = Vocabulary.default()
+    data = load_acoustic(packed)
+    word = vocab.id("#1")
+    assert (data.ids == word).any()
+    dropped = drop_ids(data, {word})
+    assert not (dropped.ids == word).any() and len(dropped) == len(data)
+    for u in range(len(data)):
+        before = data.ids[data.ph_off[u] : data.ph_off[u + 1]]
+        after = dropped.ids[dropped.ph_off[u] : dropped.ph_off[u + 1]]
+        assert after.tolist() == [i for i in before.tolist() if i != word]
+    assert drop_ids(data, set()) is data

@@ -57,7 +57,7 @@ def text_chunks(bundle: ModelBundle, text: str, seconds: float, *, single: bool 
 
     vocab = Vocabulary.from_dict(bundle.vocab)
     chunks = Frontend().process(text).chunks
-    ids = [vocab.encode(list(c.phonemes)) for c in chunks]
+    ids = [vocab.encode_for_model(c.phonemes, bundle.config.skip_symbols)[0] for c in chunks]
     if single:
         ids = [[i for row in ids for i in row]]
     total = round(seconds * FRAMES_PER_SECOND)

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -73,6 +74,9 @@ class ModelConfig:
     hop_length: int = HOP_LENGTH
     n_mels: int = N_MELS
     default_voice: str | None = None  # None → the first built-in voice
+    # Frontend symbols the acoustic model never sees: they get 0 frames. Models trained with word and phrase
+    # boundaries dropped (a learned aligner lets silent boundary tokens swallow speech) list ("#1", "#2").
+    skip_symbols: tuple[str, ...] = ()
     format_version: int = FORMAT_VERSION
 
     # whole-model preset → (acoustic, vocoder, emotion) presets
@@ -122,6 +126,7 @@ class ModelConfig:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         for key in ("acoustic", "vocoder", "emotion"):
             data[key] = data[key].to_dict()
+        data["skip_symbols"] = list(self.skip_symbols)
         return data
 
     @classmethod
@@ -137,6 +142,10 @@ class ModelConfig:
         data["acoustic"] = AcousticConfig.from_dict(data["acoustic"])
         data["vocoder"] = vocoder_config_from_dict(data["vocoder"])
         data["emotion"] = EmotionConfig.from_dict(data["emotion"])
+        skip = data.get("skip_symbols", ())
+        if not isinstance(skip, list | tuple) or not all(isinstance(x, str) for x in skip):
+            raise ModelError(f"{CONFIG_NAME}: skip_symbols must be a list of phoneme symbols; {_FIX}")
+        data["skip_symbols"] = tuple(skip)
         try:
             return cls(**data)
         except (TypeError, ValueError) as e:
@@ -240,6 +249,20 @@ def _assign(module: nn.Module, state: dict[str, Tensor], where: str) -> None:
     module.eval()
 
 
+def _materialize_buffers(module: nn.Module, factory: Callable[[], nn.Module], device: torch.device) -> None:
+    """Buffers that are not saved (persistent=False: fixed DFT bases, windows) stay on the meta device after
+    ``load_state_dict(assign=True)``; compute them by building the module once for real and take its copies."""
+    if not any(b.is_meta for b in module.buffers()):
+        return
+    with torch.device("cpu"):
+        real = dict(factory().named_buffers())
+    for name, buf in list(module.named_buffers()):
+        if buf.is_meta:
+            owner_name, _, leaf = name.rpartition(".")
+            owner = module.get_submodule(owner_name) if owner_name else module
+            owner.register_buffer(leaf, real[name].to(device), persistent=False)
+
+
 def model_hash(path: str | os.PathLike[str]) -> str:
     """sha256 (hex) over config.json, vocab.json and every module weight file: the identity of what the
     engines compute (voices and the model card are left out: adding a voice keeps compiled engines valid)."""
@@ -329,6 +352,8 @@ class ModelBundle:
             table = EmotionTable(config.emotion)
         _assign(acoustic, load_weights(directory, "acoustic", device, dtype), f"{directory}/acoustic*.safetensors")
         _assign(vocoder, load_weights(directory, "vocoder", device, dtype), f"{directory}/vocoder*.safetensors")
+        _materialize_buffers(acoustic, lambda: AcousticModel(config.acoustic), device)
+        _materialize_buffers(vocoder, lambda: build_vocoder(config.vocoder), device)
         emotion = load_weights(directory, "emotion", device, dtype)
         where = f"{directory}/emotion*.safetensors"
         _assign(encoder, {k[8:]: v for k, v in emotion.items() if k.startswith("encoder.")}, where)

@@ -30,8 +30,20 @@ class PreparedChunk:
 
     text: str  # normalized text the chunk speaks
     phonemes: tuple[str, ...]  # its phonemes, boundary tokens included
-    ids: tuple[int, ...]  # vocabulary ids of `phonemes`
+    ids: tuple[int, ...]  # vocabulary ids of the phonemes the model sees
     target_frames: int  # exact frame count for the chunk (0 = the model's natural length)
+    # where each id's phoneme sits in `phonemes` (the model's skip_symbols are left out and take 0 frames);
+    # empty: one id per phoneme
+    positions: tuple[int, ...] = ()
+
+    def phoneme_durations(self, durations: Sequence[int]) -> tuple[int, ...]:
+        """Frames per phoneme of `phonemes` from the model's frames per id."""
+        if not self.positions:
+            return tuple(int(d) for d in durations)
+        out = [0] * len(self.phonemes)
+        for position, d in zip(self.positions, durations, strict=True):
+            out[position] = int(d)
+        return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -132,7 +144,7 @@ def run_chunk_step(
                 text=chunk.text,
                 is_last=job.index == len(job.prepared.chunks) - 1,
                 phonemes=chunk.phonemes,
-                durations=tuple(int(d) for d in durations[row, :n].tolist()),
+                durations=chunk.phoneme_durations(durations[row, :n].tolist()),
             )
         )
     return out

@@ -14,7 +14,9 @@ import torch
 from rtvox.audio.mel import MelSpectrogram
 from rtvox.audio.reference import prepare_reference
 from rtvox.constants import EMOTIONS, FRAMES_PER_SECOND, SAMPLE_RATE, SPEAKER_SAMPLE_RATE
-from rtvox.engines import Engine, build_engine
+from rtvox.engines import Engine
+from rtvox.engines.build import build_engines as build_engine_set
+from rtvox.engines.build import parse_dtype
 from rtvox.errors import AudioInputError, InputError, ModelError, TextError
 from rtvox.models.bundle import ModelBundle
 from rtvox.models.emotion import fuse_condition
@@ -76,6 +78,7 @@ class Synthesizer:
         *,
         device: str = "auto",
         backend: str = "eager",
+        dtype: str = "float32",
         voices_dir: Path | None = None,
         lexicon: Lexicon | None = None,
         embedding_cache: EmbeddingCache | None = None,
@@ -83,6 +86,7 @@ class Synthesizer:
         self.model_dir = self._resolve_model(model)
         self.device = resolve_device(device)
         self.backend = backend
+        self.dtype = parse_dtype(dtype)  # compute precision of compiled engines (eager and onnx run fp32)
         self.bundle = ModelBundle.load(self.model_dir, device=self.device, dtype=torch.float32)
         self.vocab = Vocabulary.from_dict(self.bundle.vocab)
         self.frontend = Frontend(lexicon=lexicon)
@@ -228,15 +232,23 @@ class Synthesizer:
                 param="input",
             )
         cond = self.condition(request)
-        ids = [self.vocab.encode(list(chunk.phonemes)) for chunk in front.chunks]
+        skip = self.bundle.config.skip_symbols
+        encoded = [self.vocab.encode_for_model(chunk.phonemes, skip) for chunk in front.chunks]
+        ids = [i for i, _ in encoded]
         targets = [0] * len(ids)
         if request.duration is not None:
             # Exact total length: learn each chunk's natural length first, then share the target among them.
             natural = natural_frames(self.engines, ids, cond, request)
             targets = allocate_frames(natural, round(request.duration * FRAMES_PER_SECOND))
         chunks = tuple(
-            PreparedChunk(text=c.text, phonemes=c.phonemes, ids=tuple(i), target_frames=t)
-            for c, i, t in zip(front.chunks, ids, targets, strict=True)
+            PreparedChunk(
+                text=c.text,
+                phonemes=c.phonemes,
+                ids=tuple(i),
+                target_frames=t,
+                positions=() if len(pos) == len(c.phonemes) else pos,
+            )
+            for c, (i, pos), t in zip(front.chunks, encoded, targets, strict=True)
         )
         return PreparedRequest(request=request, normalized=front.normalized, chunks=chunks, cond=cond)
 
@@ -245,13 +257,11 @@ class Synthesizer:
         return run_chunk_step(self.engines, jobs, self.device, context_frames=self.vocoder_context_frames)
 
     def build_engines(self) -> None:
-        """(Re)build every engine from the loaded weights: at load, and to recover an engine after a fault."""
-        acoustic, dev, f32 = self.bundle.acoustic, self.device, torch.float32
-        built = {
-            "acoustic_encode": build_engine(self.backend, "acoustic_encode", acoustic.encode, dev, f32),
-            "acoustic_decode": build_engine(self.backend, "acoustic_decode", acoustic.decode, dev, f32),
-            "vocoder": build_engine(self.backend, "vocoder", self.bundle.vocoder, dev, f32),
-        }
+        """(Re)build every engine from the loaded weights: at load, and to recover an engine after a fault.
+
+        Through the engines' builder: the on-disk engine cache, warm-up of every shape bucket, and for
+        backend "auto" the fastest verified backend of the device with a per-module fallback to eager."""
+        built = build_engine_set(self.bundle, self.backend, self.device, self.dtype)
         self.engines = built  # swapped whole, so a reader never sees a half-built set
 
     def synthesize_many(

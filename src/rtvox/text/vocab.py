@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -88,6 +88,14 @@ class Vocabulary:
         ids = self._ids
         unk = self.unk_id
         return [ids.get(p, unk) for p in phonemes]
+
+    def encode_for_model(
+        self, phonemes: Sequence[str], skip: Collection[str] = ()
+    ) -> tuple[list[int], tuple[int, ...]]:
+        """(ids of the phonemes an acoustic model sees, their positions in `phonemes`): symbols in `skip`
+        (a model config's skip_symbols) are left out; they take no time."""
+        positions = tuple(i for i, p in enumerate(phonemes) if p not in skip)
+        return self.encode(phonemes[i] for i in positions), positions
 
     def decode(self, ids: Iterable[int]) -> list[str]:
         out = []

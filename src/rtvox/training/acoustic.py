@@ -25,7 +25,7 @@ from torch import Tensor
 from rtvox.models.acoustic import AcousticModel, acoustic_losses
 from rtvox.models.bundle import ModelConfig
 from rtvox.models.emotion import EmotionEncoder, EmotionTable, fuse_condition
-from rtvox.text.vocab import Vocabulary
+from rtvox.text.vocab import PHRASE, WORD, Vocabulary
 from rtvox.training.align import (
     Aligner,
     binarization_loss,
@@ -38,7 +38,7 @@ from rtvox.training.align import (
     utterance_zscore,
 )
 from rtvox.training.checkpoint import load_snapshot, load_state, save_snapshot, save_state
-from rtvox.training.data import AcousticSet, LengthBatcher, collate_acoustic, describe, load_acoustic
+from rtvox.training.data import AcousticSet, LengthBatcher, collate_acoustic, describe, drop_ids, load_acoustic
 
 P_ENCODER_EMOTION = 0.3  # share of rows conditioned on the emotion encoder's embedding of the clip itself
 P_NO_EMOTION = 0.1  # share of rows with α = 0
@@ -59,6 +59,9 @@ class AcousticRun:
     lr: float = 1e-3
     warmup: int = 1000
     bin_start: int = 2000  # step at which the binarization loss starts
+    # frontend symbols left out of the model's input (ModelConfig.skip_symbols): silent word and phrase
+    # boundaries, which a learned aligner otherwise lets swallow the frames of neighbouring phonemes
+    skip_symbols: tuple[str, ...] = (WORD, PHRASE)
     seed: int = 0
     device: str = "cuda"
     log_every: int = 100
@@ -156,11 +159,12 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    data = load_acoustic(run.data)
     vocab = Vocabulary.default()
+    data = drop_ids(load_acoustic(run.data), {vocab.id(symbol) for symbol in run.skip_symbols})
     config = ModelConfig.preset(run.preset, vocab_size=len(vocab), name="rtvox-base")
     modules = build_modules(config, len(vocab))
-    progress: dict[str, Any] = {"step": 0, "seconds": 0.0, "preset": run.preset}
+    identity = {"preset": run.preset, "skip_symbols": list(run.skip_symbols)}
+    progress: dict[str, Any] = {"step": 0, "seconds": 0.0, **identity}
     if run.init is not None:
         progress.update(load_snapshot(run.init, modules))
     for m in modules.values():
@@ -206,7 +210,7 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
                 with log_path.open("a", encoding="utf-8") as f:
                     f.write(json.dumps(record) + "\n")
                 print(json.dumps(record), flush=True)
-            progress = {"step": step, "seconds": seconds0 + elapsed, "preset": run.preset}
+            progress = {"step": step, "seconds": seconds0 + elapsed, **identity}
             if time.monotonic() - last_save > run.save_every_min * 60:
                 save_state(run.run_dir, modules, {"opt": opt}, progress)
                 last_save = time.monotonic()

@@ -30,11 +30,20 @@ def acoustic(
     lr: Annotated[float, typer.Option("--lr")] = 1e-3,
     warmup: Annotated[int, typer.Option("--warmup", help="learning-rate warm-up steps")] = 1000,
     bin_start: Annotated[int, typer.Option("--bin-start", help="step at which the binarization loss starts")] = 2000,
+    skip_symbols: Annotated[
+        str, typer.Option("--skip-symbols", help="comma-separated frontend symbols the model never sees")
+    ] = "#1,#2",
     device: DeviceOpt = "cuda",
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """FastSpeech2 + aligner + emotion encoder/table, jointly (resumes from RUN_DIR/state.pt)."""
+    from rtvox.text.vocab import Vocabulary
     from rtvox.training.acoustic import AcousticRun, train_acoustic
+
+    skip = tuple(s for s in (part.strip() for part in skip_symbols.split(",")) if s)
+    vocab = Vocabulary.default()
+    if unknown := [s for s in skip if s not in vocab.symbols]:
+        raise typer.BadParameter(f"not phoneme symbols: {unknown}", param_hint="--skip-symbols")
 
     train_acoustic(
         AcousticRun(
@@ -49,6 +58,7 @@ def acoustic(
             lr=lr,
             warmup=warmup,
             bin_start=bin_start,
+            skip_symbols=skip,
             device=device,
             seed=seed,
         )

@@ -7,9 +7,11 @@ Opus-coded audio. Everything is decoded once at load; batches are numpy slices t
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import lzma
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,15 @@ class AcousticSet:
 
 def _offsets(lengths: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(lengths.astype(np.int64))])
+
+
+def drop_ids(data: AcousticSet, drop: Collection[int]) -> AcousticSet:
+    """The same utterances with the phoneme ids in `drop` removed (a model's skip_symbols: they get no frames)."""
+    if not drop:
+        return data
+    keep = ~np.isin(data.ids, np.asarray(sorted(drop), dtype=data.ids.dtype))
+    kept_before = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
+    return dataclasses.replace(data, ids=data.ids[keep], ph_off=kept_before[data.ph_off])
 
 
 def load_acoustic(directory: Path, shards: list[str] | None = None) -> AcousticSet:

@@ -54,7 +54,11 @@ def export_bundle(
     voc_progress = json.loads((vocoder_snapshot / "progress.json").read_text(encoding="utf-8"))
     vocab = Vocabulary.default()
     config = ModelConfig.preset(progress.get("preset", "small"), vocab_size=len(vocab), name=name, version=version)
-    config = dataclasses.replace(config, vocoder=vocoder_preset(voc_progress.get("preset", "vocos-small")))
+    config = dataclasses.replace(
+        config,
+        vocoder=vocoder_preset(voc_progress.get("preset", "vocos-small")),
+        skip_symbols=tuple(progress.get("skip_symbols", ())),
+    )
     modules = build_modules(config, len(vocab))
     load_snapshot(acoustic_snapshot, modules)
     vocoder = build_vocoder(config.vocoder)

@@ -138,3 +138,31 @@ def test_emotion_reference_embedding_is_cached_by_content(rsynth: Synthesizer) -
     assert rsynth.emotion_cache_ns.startswith("emotion:")
     other = rsynth.embed_emotion(clip * 0.5)
     assert rsynth.embedding_cache.stats()["local"]["misses"] == misses + 1 and other.shape == first.shape
+
+
+def test_skipped_symbols_take_no_time_and_keep_their_slots(runtime_model, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A model whose config skips word boundaries: the acoustic model sees phonemes only, the chunk still
+    reports one duration per frontend phoneme (0 for the skipped ones), and the audio matches the sum."""
+    import dataclasses
+    import shutil
+
+    from rtvox.models.bundle import ModelBundle
+
+    from .conftest import vary_durations
+
+    path = tmp_path / "skip"
+    shutil.copytree(runtime_model, path)
+    bundle = ModelBundle.load(path)
+    bundle.config = dataclasses.replace(bundle.config, skip_symbols=("#1", "#2"))
+    bundle.save(path)
+    assert ModelBundle.load(path).config.skip_symbols == ("#1", "#2")
+    synth = vary_durations(Synthesizer(path, device="cpu"))
+    prepared = synth.prepare(SynthesisRequest(text="The quick brown fox jumps over the lazy dog."))
+    chunk = prepared.chunks[0]
+    assert "#1" in chunk.phonemes and len(chunk.ids) == len(chunk.phonemes) - chunk.phonemes.count("#1")
+    assert synth.vocab.id("#1") not in chunk.ids
+    (out,) = synth.run_step([ChunkJob(prepared, 0)])
+    assert len(out.durations) == len(chunk.phonemes)
+    assert all(d == 0 for p, d in zip(chunk.phonemes, out.durations, strict=True) if p == "#1")
+    assert all(d >= 1 for p, d in zip(chunk.phonemes, out.durations, strict=True) if p != "#1")
+    assert out.audio.size == sum(out.durations) * HOP_LENGTH

@@ -55,3 +55,24 @@ def test_small_preset_bundle_round_trip(tmp_path: Path) -> None:
     bundle = make_random_bundle(tmp_path / "m", preset="tiny")
     assert isinstance(ModelBundle.load(tmp_path / "m"), ModelBundle)
     assert bundle.config.vocoder.family == "hifigan"
+
+
+def test_loaded_vocos_bundle_computes_its_fixed_buffers(tmp_path: Path) -> None:
+    """The DFT basis and window are not saved; loading (modules built on the meta device) must recompute them."""
+    from rtvox.models.bundle import make_random_bundle
+
+    bundle = make_random_bundle(tmp_path / "m", preset="tiny")
+    torch.manual_seed(1)
+    vocos = Vocos(VocosConfig.preset("tiny")).eval()
+    bundle.vocoder = vocos
+    bundle.config = ModelConfig.from_dict({**bundle.config.to_dict(), "vocoder": vocos.config.to_dict()})
+    bundle.save(tmp_path / "v")
+    loaded = ModelBundle.load(tmp_path / "v")
+    assert not any(b.is_meta for b in loaded.vocoder.buffers())
+    assert torch.equal(loaded.vocoder.head.basis, vocos.head.basis)
+    for p in vocos.parameters():
+        p.data = p.data.half().float()  # the weights ship in fp16
+    mel = torch.randn(1, 80, 30)
+    with torch.no_grad():
+        ref, out = vocos(mel), loaded.vocoder(mel)
+    assert torch.allclose(out, ref, atol=1e-4)
