@@ -12,7 +12,6 @@ import io
 import os
 from pathlib import Path
 
-import av
 import numpy as np
 import soundfile as sf
 import soxr
@@ -36,6 +35,8 @@ def decode_audio(src: AudioSource, *, max_seconds: float | None = None, param: s
     try:
         wav, sr = _decode_soundfile(sf_source, max_seconds)
     except (sf.SoundFileError, ValueError) as sf_error:
+        import av  # FFmpeg only for what libsndfile cannot read: the synthesis path never loads it
+
         try:
             wav, sr = _decode_ffmpeg(av_source, max_seconds)
         except (av.FFmpegError, ValueError, OSError) as av_error:
@@ -115,6 +116,8 @@ def _decode_soundfile(source: io.BytesIO | str, max_seconds: float | None) -> tu
 
 
 def _decode_ffmpeg(source: io.BytesIO | str, max_seconds: float | None) -> tuple[np.ndarray, int]:
+    import av
+
     chunks: list[np.ndarray] = []
     n_samples = 0
     sr = 0

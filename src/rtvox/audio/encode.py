@@ -15,11 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import av
 import numpy as np
 import soundfile as sf
 import soxr
-from av.audio.stream import AudioStream
 
 from rtvox.constants import AUDIO_FORMATS
 from rtvox.errors import InputError
@@ -210,6 +208,9 @@ class _FFmpegWriter:
     """One PyAV output container with one audio stream; resamples if the encoder cannot take our rate."""
 
     def __init__(self, spec: _FFmpegFormat, sr: int, sink: Any, *, streaming: bool) -> None:
+        import av  # FFmpeg only for mp3/opus/aac: wav, pcm and flac never load it
+        from av.audio.stream import AudioStream
+
         self._spec = spec
         rates = av.Codec(spec.codec, "w").audio_rates
         self._rate = sr if not rates or sr in rates else spec.fallback_rate
@@ -245,6 +246,8 @@ class _FFmpegWriter:
         samples = np.clip(wav, -1.0, 1.0).astype(np.float32)
         if self._spec.sample_format == "s16":
             samples = np.round(samples * _INT16_SCALE).astype(np.int16)
+        import av
+
         frame = av.AudioFrame.from_ndarray(samples[None, :], format=self._spec.sample_format, layout="mono")
         frame.sample_rate = self._rate
         frame.pts = self._pts

@@ -28,12 +28,9 @@ from rtvox.models.emotion import EmotionEncoder, EmotionTable, fuse_condition
 from rtvox.text.vocab import PHRASE, WORD, Vocabulary
 from rtvox.training.align import (
     Aligner,
+    align_batch,
     binarization_loss,
-    diagonal_prior,
-    forward_sum_loss,
     hard_alignment,
-    masked_log_softmax,
-    monotonic_durations,
     phoneme_average,
     utterance_zscore,
 )
@@ -99,11 +96,8 @@ def step_losses(
     aligner, model = modules["aligner"], modules["acoustic"]
     assert isinstance(model, AcousticModel)
     mel, ph_len, mel_len = batch["mel"], batch["ph_len"], batch["mel_len"]
-    logits = aligner(batch["ids"], mel)
-    logits = logits + diagonal_prior(ph_len, mel_len, logits.shape[2], logits.shape[1])
-    fs = forward_sum_loss(logits, ph_len, mel_len)
-    log_attn = masked_log_softmax(logits, batch["ph_mask"])
-    durations = monotonic_durations(log_attn, ph_len, mel_len)
+    assert isinstance(aligner, Aligner)
+    fs, log_attn, durations = align_batch(aligner, batch["ids"], mel, ph_len, mel_len, batch["ph_mask"])
     path, pitch, energy = targets(batch, durations)
     bin_loss = binarization_loss(log_attn, path)
 

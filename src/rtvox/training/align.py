@@ -66,7 +66,12 @@ def masked_log_softmax(logits: Tensor, ph_mask: Tensor) -> Tensor:
 
 
 def forward_sum_loss(logits: Tensor, ph_len: Tensor, mel_len: Tensor) -> Tensor:
-    """CTC over all monotonic alignments in which every phoneme gets ≥ 1 frame; mean over the batch."""
+    """CTC over all monotonic alignments in which every phoneme gets ≥ 1 frame; mean over the batch.
+
+    `logits` must be log-probabilities over the phonemes of each frame (masked_log_softmax, prior included):
+    the blank class sits at a fixed -1 beside them, so it only wins frames where no phoneme is likely. Raw
+    aligner energies (-temperature·distance, far below -1) let the blank take every frame and the aligner
+    never has to tell phonemes apart: the first trained models (2026-12-02/03) collapsed that way."""
     b, _t_max, n_max = logits.shape
     ph_mask = torch.arange(n_max, device=logits.device)[None] < ph_len[:, None]
     padded = F.pad(logits.masked_fill(~ph_mask[:, None, :], NEG), (1, 0), value=-1.0)  # class 0 = blank
@@ -172,3 +177,14 @@ def log_duration_stats(durations: Tensor) -> float:
     """Mean log(1 + frames) of real phonemes (for logging)."""
     real = durations[durations > 0].float()
     return float(torch.log1p(real).mean()) if real.numel() else math.nan
+
+
+def align_batch(
+    aligner: Aligner, ids: Tensor, mel: Tensor, ph_len: Tensor, mel_len: Tensor, ph_mask: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The trainer's alignment step: (forward-sum loss, log attention [B, T, N] with the diagonal prior,
+    best monotonic durations Long[B, N])."""
+    logits = aligner(ids, mel)
+    logits = logits + diagonal_prior(ph_len, mel_len, logits.shape[2], logits.shape[1])
+    log_attn = masked_log_softmax(logits, ph_mask)
+    return forward_sum_loss(log_attn, ph_len, mel_len), log_attn, monotonic_durations(log_attn, ph_len, mel_len)
