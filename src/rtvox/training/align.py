@@ -180,11 +180,17 @@ def log_duration_stats(durations: Tensor) -> float:
 
 
 def align_batch(
-    aligner: Aligner, ids: Tensor, mel: Tensor, ph_len: Tensor, mel_len: Tensor, ph_mask: Tensor
+    aligner: Aligner,
+    ids: Tensor,
+    mel: Tensor,
+    ph_len: Tensor,
+    mel_len: Tensor,
+    ph_mask: Tensor,
+    prior_width: float = 0.12,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """The trainer's alignment step: (forward-sum loss, log attention [B, T, N] with the diagonal prior,
-    best monotonic durations Long[B, N])."""
+    """The trainer's alignment step: (forward-sum loss, log attention [B, T, N] with the diagonal prior of
+    `prior_width`, best monotonic durations Long[B, N])."""
     logits = aligner(ids, mel)
-    logits = logits + diagonal_prior(ph_len, mel_len, logits.shape[2], logits.shape[1])
+    logits = logits + diagonal_prior(ph_len, mel_len, logits.shape[2], logits.shape[1], prior_width)
     log_attn = masked_log_softmax(logits, ph_mask)
     return forward_sum_loss(log_attn, ph_len, mel_len), log_attn, monotonic_durations(log_attn, ph_len, mel_len)

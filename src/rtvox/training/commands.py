@@ -33,6 +33,9 @@ def acoustic(
     skip_symbols: Annotated[
         str, typer.Option("--skip-symbols", help="comma-separated frontend symbols the model never sees")
     ] = "#1,#2",
+    prior_width: Annotated[
+        float, typer.Option("--prior-width", help="aligner's diagonal prior width (fraction of the utterance)")
+    ] = 0.05,
     device: DeviceOpt = "cuda",
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
@@ -59,6 +62,7 @@ def acoustic(
             warmup=warmup,
             bin_start=bin_start,
             skip_symbols=skip,
+            prior_width=prior_width,
             device=device,
             seed=seed,
         )
