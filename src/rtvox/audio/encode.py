@@ -212,6 +212,7 @@ class _FFmpegWriter:
         from av.audio.stream import AudioStream
 
         self._spec = spec
+        self._audio_frame = av.AudioFrame
         rates = av.Codec(spec.codec, "w").audio_rates
         self._rate = sr if not rates or sr in rates else spec.fallback_rate
         self._resampler = (
@@ -246,9 +247,7 @@ class _FFmpegWriter:
         samples = np.clip(wav, -1.0, 1.0).astype(np.float32)
         if self._spec.sample_format == "s16":
             samples = np.round(samples * _INT16_SCALE).astype(np.int16)
-        import av
-
-        frame = av.AudioFrame.from_ndarray(samples[None, :], format=self._spec.sample_format, layout="mono")
+        frame = self._audio_frame.from_ndarray(samples[None, :], format=self._spec.sample_format, layout="mono")
         frame.sample_rate = self._rate
         frame.pts = self._pts
         self._pts += samples.shape[0]

@@ -241,13 +241,7 @@ class Synthesizer:
             natural = natural_frames(self.engines, ids, cond, request)
             targets = allocate_frames(natural, round(request.duration * FRAMES_PER_SECOND))
         chunks = tuple(
-            PreparedChunk(
-                text=c.text,
-                phonemes=c.phonemes,
-                ids=tuple(i),
-                target_frames=t,
-                positions=() if len(pos) == len(c.phonemes) else pos,
-            )
+            PreparedChunk(text=c.text, phonemes=c.phonemes, ids=tuple(i), target_frames=t, positions=pos)
             for c, (i, pos), t in zip(front.chunks, encoded, targets, strict=True)
         )
         return PreparedRequest(request=request, normalized=front.normalized, chunks=chunks, cond=cond)
