@@ -10,9 +10,9 @@ Conditioning: `cond[B, C]` is the speaker embedding concatenated with the α-wei
 the variance predictors and the decoder see it through the hidden states. The decoder takes no condition of
 its own: that keeps `decode(hidden, durations)` a function of `encode`'s outputs only.
 
-Durations: training uses teacher durations from an external forced aligner (e.g. Montreal Forced Aligner or a
-CTC aligner run by the training recipe), integer frames per phoneme summing to the mel length. A learned
-alignment (RAD-TTS style) could replace the aligner later without changing this module's inference path.
+Durations: training takes integer frames per phoneme summing to the mel length, from the trainer's own
+monotonic alignment search (rtvox.training.align) or any external forced aligner; the inference path does not
+depend on where they came from.
 
 Export: `encode` is export-clean, its output shapes follow the input ([B, N, D] and [B, N]). `decode` has a
 data-dependent frame count T = max(sum(durations)) (fine for torch.export and ONNX; Inductor's CUDA attention

@@ -1,6 +1,6 @@
 """`rtvox train acoustic`: the FastSpeech2 acoustic model, its aligner and the emotion encoder/table, jointly.
 
-One step: the aligner's soft alignment (forward-sum loss) → best monotonic path → integer durations, frame
+One step: the aligner's best monotonic path (hard-EM MAS, training/align.py) → integer durations, frame
 pitch/energy averaged per phoneme → condition = GE2E speaker ⊕ α·emotion (the label's table entry, or the
 encoder's embedding of the utterance itself, or α = 0 for a share of steps so that α = 0 means "the voice's
 neutral style") → teacher-forced FastSpeech2 pass and its losses, plus the emotion encoder as a classifier tied
@@ -29,7 +29,6 @@ from rtvox.text.vocab import PHRASE, WORD, Vocabulary
 from rtvox.training.align import (
     Aligner,
     align_batch,
-    binarization_loss,
     hard_alignment,
     phoneme_average,
     utterance_zscore,
@@ -55,13 +54,10 @@ class AcousticRun:
     batch_frames: int = 24_000
     lr: float = 1e-3
     warmup: int = 1000
-    bin_start: int = 2000  # step at which the binarization loss starts
     # frontend symbols left out of the model's input (ModelConfig.skip_symbols): silent word and phrase
     # boundaries, which a learned aligner otherwise lets swallow the frames of neighbouring phonemes
     skip_symbols: tuple[str, ...] = (WORD, PHRASE)
-    # width of the aligner's diagonal prior (fraction of the utterance). On the 3.6 h corpus, the aligner alone
-    # after 4 min of CPU training (~9 k steps of 8 clips): 0.12 gave durations whose longest phoneme held 41 %
-    # of the frames and 65 % of phonemes 1 frame; 0.05 gave 17 % and 23 % (recipes/train/README.md).
+    # width of the aligner's diagonal prior (fraction of the utterance; recipes/train/README.md)
     prior_width: float = 0.05
     seed: int = 0
     device: str = "cuda"
@@ -101,11 +97,18 @@ def step_losses(
     assert isinstance(model, AcousticModel)
     mel, ph_len, mel_len = batch["mel"], batch["ph_len"], batch["mel_len"]
     assert isinstance(aligner, Aligner)
-    fs, log_attn, durations = align_batch(
-        aligner, batch["ids"], mel, ph_len, mel_len, batch["ph_mask"], run.prior_width
+    align_loss, durations = align_batch(
+        aligner,
+        batch["ids"],
+        mel,
+        ph_len,
+        mel_len,
+        batch["ph_mask"],
+        batch["frame_mask"],
+        batch["ge2e"],
+        run.prior_width,
     )
-    path, pitch, energy = targets(batch, durations)
-    bin_loss = binarization_loss(log_attn, path)
+    _path, pitch, energy = targets(batch, durations)
 
     b = mel.shape[0]
     enc_emb, enc_logits = modules["emotion_encoder"](mel, batch["frame_mask"])
@@ -116,14 +119,12 @@ def step_losses(
     cond = fuse_condition(batch["ge2e"], emotion, alpha)
     out = model.forward_train(batch["ids"], batch["ph_mask"], cond, durations, pitch, energy)
     losses = acoustic_losses(out, mel, durations, pitch, energy)
-    losses["align"] = fs
-    losses["binarize"] = bin_loss
+    losses["align"] = align_loss
     losses["emotion_ce"] = F.cross_entropy(enc_logits.float(), batch["emotion"])
     losses["emotion_tie"] = (1 - F.cosine_similarity(enc_emb.float(), table_emb.float().detach())).mean() + (
         1 - F.cosine_similarity(table_emb.float(), enc_emb.float().detach())
     ).mean()
-    w_bin = min(1.0, max(0.0, (step - run.bin_start) / 1000))
-    losses["total"] = losses["total"] + fs + w_bin * bin_loss + 0.1 * losses["emotion_ce"] + 0.1 * losses["emotion_tie"]
+    losses["total"] = losses["total"] + align_loss + 0.1 * losses["emotion_ce"] + 0.1 * losses["emotion_tie"]
     return losses, durations
 
 

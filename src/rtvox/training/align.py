@@ -1,10 +1,17 @@
 """Learned phoneme-to-frame alignment for training the duration predictor without an external aligner.
 
-The aligner scores every (frame, phoneme) pair by the distance between a mel-frame query and a phoneme key
-(after RAD-TTS / "One TTS Alignment To Rule Them All", Badlani et al. 2022): a soft alignment trained with the
-forward-sum (CTC) objective over all monotonic paths, then the single best monotonic path (Viterbi, "MAS")
-gives integer durations that sum exactly to the mel length. Those durations feed the length regulator and
-the duration predictor; per-phoneme pitch and energy are averaged over each phoneme's frames.
+Hard-EM monotonic alignment search, as Glow-TTS and Grad-TTS train their encoders (Kim et al. 2020; Popov et
+al. 2021): a small text encoder predicts, for every phoneme, the mean of the (per-utterance normalized) log-mel
+frames it covers; each frame's Gaussian log-likelihood under each phoneme's mean scores the (frame, phoneme)
+grid; the best monotonic path through it (Viterbi, "MAS", plus a weak diagonal prior) gives integer durations
+that sum exactly to the mel length; the encoder is trained by the squared error of the frames against the
+means along that path. Those durations feed the length regulator and the duration predictor; per-phoneme
+pitch and energy are averaged over each phoneme's frames.
+
+The first aligner here was RAD-TTS's (learned mel queries against phoneme keys, forward-sum CTC loss). On the
+real corpus it never became diagonal: its learned query space let a few "hub" phonemes win tens of frames
+each. With the mel itself as the query there is no space to collapse into (recipes/train/README.md has the
+measurements).
 """
 
 from __future__ import annotations
@@ -13,7 +20,6 @@ import math
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 try:  # numba makes the Viterbi pass ~100x faster; the numpy path is the reference and the fallback
@@ -27,57 +33,55 @@ NEG = -1e4  # "impossible" log-probability that stays finite in bf16 and under C
 
 
 class Aligner(nn.Module):
-    """(phoneme ids [B, N], log-mel [B, 80, T]) -> attention logits [B, T, N] (negative scaled distances)."""
+    """(phoneme ids [B, N], mask [B, N], speaker embedding [B, S]) -> predicted normalized mel per phoneme
+    [B, n_mels, N]: embeddings + a speaker offset, residual convolutions with layer norm, a 1x1 projection."""
 
-    def __init__(self, vocab_size: int, n_mels: int = 80, dim: int = 256, att_dim: int = 80) -> None:
+    def __init__(
+        self, vocab_size: int, n_mels: int = 80, dim: int = 192, layers: int = 3, speaker_dim: int = 256
+    ) -> None:
         super().__init__()
         self.embed = nn.Embedding(vocab_size, dim, padding_idx=0)
-        self.key = nn.Sequential(nn.Conv1d(dim, dim * 2, 3, padding=1), nn.ReLU(), nn.Conv1d(dim * 2, att_dim, 1))
-        self.query = nn.Sequential(
-            nn.Conv1d(n_mels, n_mels * 2, 3, padding=1),
-            nn.ReLU(),
-            nn.Conv1d(n_mels * 2, n_mels, 1),
-            nn.ReLU(),
-            nn.Conv1d(n_mels, att_dim, 1),
+        self.speaker = nn.Linear(speaker_dim, dim)
+        self.convs = nn.ModuleList(nn.Conv1d(dim, dim, 5, padding=2) for _ in range(layers))
+        self.norms = nn.ModuleList(nn.LayerNorm(dim) for _ in range(layers))
+        self.out = nn.Conv1d(dim, n_mels, 1)
+
+    def forward(self, ids: Tensor, ph_mask: Tensor, speaker: Tensor) -> Tensor:
+        h = (self.embed(ids) + self.speaker(speaker)[:, None, :]).transpose(1, 2)
+        keep = ph_mask[:, None, :].to(h.dtype)
+        for conv, norm in zip(self.convs, self.norms, strict=True):
+            h = h + torch.relu(conv(h))
+            h = norm(h.transpose(1, 2)).transpose(1, 2) * keep
+        return self.out(h)
+
+
+def normalize_mel(mel: Tensor, frame_mask: Tensor) -> Tensor:
+    """Zero mean, unit variance per mel channel over each utterance's real frames (removes most of a voice's
+    and a recording's average spectrum); 0 at padding. mel [B, M, T], frame_mask [B, T]."""
+    w = frame_mask[:, None, :].to(mel.dtype)
+    count = w.sum(2, keepdim=True).clamp_min(1.0)
+    mean = (mel * w).sum(2, keepdim=True) / count
+    std = ((mel - mean).square() * w).sum(2, keepdim=True).div(count).sqrt() + 1e-3
+    return (mel - mean) / std * w
+
+
+def gaussian_loglik(x: Tensor, means: Tensor) -> Tensor:
+    """-½‖x_t - μ_n‖² for every frame and phoneme: x [B, M, T], means [B, M, N] -> [B, T, N] (float32)."""
+    with torch.autocast(x.device.type, enabled=False):
+        x, means = x.float(), means.float()
+        return -0.5 * (
+            x.square().sum(1)[:, :, None] + means.square().sum(1)[:, None, :] - 2 * x.transpose(1, 2) @ means
         )
-        self.temperature = 0.0005
-
-    def forward(self, ids: Tensor, mel: Tensor) -> Tensor:
-        keys = self.key(self.embed(ids).transpose(1, 2)).float()  # [B, A, N]
-        queries = self.query(mel).float()  # [B, A, T]
-        # squared distance via |q|² + |k|² - 2 q·k, without a [B, A, T, N] intermediate
-        dist = (
-            queries.square().sum(1)[:, :, None] + keys.square().sum(1)[:, None, :] - 2 * queries.transpose(1, 2) @ keys
-        )
-        return -self.temperature * dist  # [B, T, N]
 
 
-def diagonal_prior(ph_len: Tensor, mel_len: Tensor, n_max: int, t_max: int, width: float = 0.12) -> Tensor:
-    """Log of a Gaussian band around the diagonal of each (T_b, N_b) grid: [B, T, N]. It only steers the
-    early steps; `width` is in units of the whole utterance."""
+def diagonal_prior(ph_len: Tensor, mel_len: Tensor, n_max: int, t_max: int, width: float = 0.05) -> Tensor:
+    """Log of a Gaussian band around the diagonal of each (T_b, N_b) grid: [B, T, N]. `width` is in units of
+    the whole utterance; next to the likelihood's scale (tens per frame once trained) it only steers the
+    first steps and keeps the path off absurd corners."""
     t = torch.arange(t_max, device=ph_len.device, dtype=torch.float32)[None, :, None] + 0.5
     n = torch.arange(n_max, device=ph_len.device, dtype=torch.float32)[None, None, :] + 0.5
     rel = t / mel_len[:, None, None].float() - n / ph_len[:, None, None].float()
     return -0.5 * (rel / width).square()
-
-
-def masked_log_softmax(logits: Tensor, ph_mask: Tensor) -> Tensor:
-    return torch.log_softmax(logits.masked_fill(~ph_mask[:, None, :], NEG), dim=-1)
-
-
-def forward_sum_loss(logits: Tensor, ph_len: Tensor, mel_len: Tensor) -> Tensor:
-    """CTC over all monotonic alignments in which every phoneme gets ≥ 1 frame; mean over the batch.
-
-    `logits` must be log-probabilities over the phonemes of each frame (masked_log_softmax, prior included):
-    the blank class sits at a fixed -1 beside them, so it only wins frames where no phoneme is likely. Raw
-    aligner energies (-temperature·distance, far below -1) let the blank take every frame and the aligner
-    never has to tell phonemes apart: the first trained models (2026-12-02/03) collapsed that way."""
-    b, _t_max, n_max = logits.shape
-    ph_mask = torch.arange(n_max, device=logits.device)[None] < ph_len[:, None]
-    padded = F.pad(logits.masked_fill(~ph_mask[:, None, :], NEG), (1, 0), value=-1.0)  # class 0 = blank
-    log_probs = torch.log_softmax(padded, dim=-1).transpose(0, 1)  # [T, B, N + 1]
-    targets = torch.arange(1, n_max + 1, device=logits.device)[None].expand(b, n_max)
-    return F.ctc_loss(log_probs, targets, mel_len, ph_len, blank=0, reduction="mean", zero_infinity=True)
 
 
 def _backtrack(came_from_prev: np.ndarray, n: int, t: int) -> np.ndarray:
@@ -149,12 +153,6 @@ def hard_alignment(durations: Tensor, t_max: int) -> Tensor:
     return (t < ends[:, None, :]) & (t >= (ends - durations)[:, None, :])
 
 
-def binarization_loss(log_attn: Tensor, path: Tensor) -> Tensor:
-    """-mean log soft-attention on the hard path: pulls the soft alignment towards the chosen path."""
-    picked = log_attn.masked_select(path)
-    return -picked.clamp_min(NEG).mean()
-
-
 def phoneme_average(values: Tensor, weights: Tensor, path: Tensor) -> Tensor:
     """Weighted mean of frame values over each phoneme's frames: values/weights [B, T], path Bool[B, T, N]
     -> [B, N] (0 where a phoneme has no weighted frame)."""
@@ -186,11 +184,23 @@ def align_batch(
     ph_len: Tensor,
     mel_len: Tensor,
     ph_mask: Tensor,
-    prior_width: float = 0.12,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """The trainer's alignment step: (forward-sum loss, log attention [B, T, N] with the diagonal prior of
-    `prior_width`, best monotonic durations Long[B, N])."""
-    logits = aligner(ids, mel)
-    logits = logits + diagonal_prior(ph_len, mel_len, logits.shape[2], logits.shape[1], prior_width)
-    log_attn = masked_log_softmax(logits, ph_mask)
-    return forward_sum_loss(log_attn, ph_len, mel_len), log_attn, monotonic_durations(log_attn, ph_len, mel_len)
+    frame_mask: Tensor,
+    speaker: Tensor,
+    prior_width: float = 0.05,
+) -> tuple[Tensor, Tensor]:
+    """The trainer's alignment step: (the aligner's loss, best monotonic durations Long[B, N]).
+
+    The loss is the mean squared error per mel channel of the normalized frames against their phoneme's
+    predicted mean along the chosen path (the Gaussian negative log-likelihood up to constants)."""
+    x = normalize_mel(mel.float(), frame_mask)
+    means = aligner(ids, ph_mask, speaker).float()
+    loglik = gaussian_loglik(x, means)
+    with torch.no_grad():
+        prior = diagonal_prior(ph_len, mel_len, loglik.shape[2], loglik.shape[1], prior_width)
+        durations = monotonic_durations(loglik + prior, ph_len, mel_len)
+        path = (hard_alignment(durations, x.shape[2]) & frame_mask[:, :, None]).float()
+    with torch.autocast(x.device.type, enabled=False):
+        expanded = means @ path.transpose(1, 2)  # [B, M, T]
+        err = (x - expanded).square().sum(1) * frame_mask
+        loss = err.sum() / (frame_mask.sum().clamp_min(1) * x.shape[1])
+    return loss, durations

@@ -29,7 +29,6 @@ def acoustic(
     batch_frames: Annotated[int, typer.Option("--batch-frames")] = 24_000,
     lr: Annotated[float, typer.Option("--lr")] = 1e-3,
     warmup: Annotated[int, typer.Option("--warmup", help="learning-rate warm-up steps")] = 1000,
-    bin_start: Annotated[int, typer.Option("--bin-start", help="step at which the binarization loss starts")] = 2000,
     skip_symbols: Annotated[
         str, typer.Option("--skip-symbols", help="comma-separated frontend symbols the model never sees")
     ] = "#1,#2",
@@ -60,7 +59,6 @@ def acoustic(
             batch_frames=batch_frames,
             lr=lr,
             warmup=warmup,
-            bin_start=bin_start,
             skip_symbols=skip,
             prior_width=prior_width,
             device=device,

@@ -47,14 +47,22 @@ def test_monotonic_durations_batches_and_pads() -> None:
     assert durations.tolist() == [[2, 2, 2], [1, 1, 0]]
 
 
-def test_forward_sum_loss_prefers_the_right_alignment() -> None:
-    n, t = 3, 6
-    good = torch.full((1, t, n), -10.0)
-    for i in range(t):
-        good[0, i, i // 2] = 10.0
-    reverse = good.flip(2)  # attends to phonemes in reverse order: no monotonic path fits
-    lengths = (torch.tensor([n]), torch.tensor([t]))
-    assert align.forward_sum_loss(good, *lengths) < align.forward_sum_loss(reverse, *lengths) - 1.0
+def test_gaussian_loglik_is_minus_half_the_squared_distance() -> None:
+    x = torch.randn(2, 5, 7)
+    means = torch.randn(2, 5, 3)
+    ll = align.gaussian_loglik(x, means)
+    assert ll.shape == (2, 7, 3)
+    expected = -0.5 * (x.transpose(1, 2)[:, :, None, :] - means.transpose(1, 2)[:, None, :, :]).square().sum(-1)
+    torch.testing.assert_close(ll, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_normalize_mel_ignores_padding() -> None:
+    mel = torch.randn(1, 4, 6) * 3 + 2
+    mask = torch.tensor([[True] * 4 + [False] * 2])
+    x = align.normalize_mel(mel, mask)
+    assert (x[0, :, 4:] == 0).all()
+    torch.testing.assert_close(x[0, :, :4].mean(1), torch.zeros(4), atol=1e-5, rtol=0)
+    torch.testing.assert_close(x[0, :, :4].std(1, unbiased=False), torch.ones(4), atol=1e-2, rtol=0)
 
 
 def test_phoneme_average_and_hard_alignment() -> None:
@@ -96,26 +104,31 @@ def _synthetic_batch(rng: np.random.Generator, templates: torch.Tensor, batch: i
     return {"ids": ids_t, "mel": mel, "ph_len": ph_len, "mel_len": dur_t.sum(1), "ph_mask": ids_t > 0, "dur": dur_t}
 
 
+def _args(b: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    frame_mask = torch.arange(b["mel"].shape[2])[None] < b["mel_len"][:, None]
+    speaker = torch.randn(b["ids"].shape[0], 8)
+    return b["ids"], b["mel"], b["ph_len"], b["mel_len"], b["ph_mask"], frame_mask, speaker
+
+
 def test_aligner_learns_the_true_durations() -> None:
-    """The trainer's alignment step, trained alone on data whose alignment is known, must find it (a blank
-    class that outbids every phoneme once made it learn nothing: durations of 1 frame and a few huge ones)."""
+    """The trainer's alignment step, trained alone on data whose alignment is known, must find it."""
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     vocab, n_mels = 12, 20
     templates = torch.randn(vocab, n_mels) * 2.0 - 5.0
-    aligner = align.Aligner(vocab, n_mels, dim=64, att_dim=32)
+    aligner = align.Aligner(vocab, n_mels, dim=64, layers=2, speaker_dim=8)
     opt = torch.optim.Adam(aligner.parameters(), lr=3e-3)
     for _ in range(150):
         b = _synthetic_batch(rng, templates, 8)
-        loss, _, _ = align.align_batch(aligner, b["ids"], b["mel"], b["ph_len"], b["mel_len"], b["ph_mask"])
+        loss, _ = align.align_batch(aligner, *_args(b))
         opt.zero_grad()
         loss.backward()
         opt.step()
     b = _synthetic_batch(np.random.default_rng(1), templates, 16)
     with torch.no_grad():
-        _, _, durations = align.align_batch(aligner, b["ids"], b["mel"], b["ph_len"], b["mel_len"], b["ph_mask"])
+        _, durations = align.align_batch(aligner, *_args(b))
     real = b["ph_mask"]
     exact = (durations == b["dur"])[real].float().mean()
     close = ((durations - b["dur"]).abs() <= 1)[real].float().mean()
-    # measured: 75 % exact, 84 % within a frame; with the blank beside raw energies, 47 % and 70 %
-    assert exact >= 0.65 and close >= 0.8, f"{float(exact):.0%} exact, {float(close):.0%} within one frame"
+    # measured: 90 % exact, 90 % within a frame (the RAD-TTS aligner this one replaced: 75 % and 84 %)
+    assert exact >= 0.8 and close >= 0.85, f"{float(exact):.0%} exact, {float(close):.0%} within one frame"
