@@ -29,6 +29,7 @@ from rtvox.text.vocab import PHRASE, WORD, Vocabulary
 from rtvox.training.align import (
     Aligner,
     align_batch,
+    flat_start_width,
     hard_alignment,
     phoneme_average,
     utterance_zscore,
@@ -59,6 +60,7 @@ class AcousticRun:
     skip_symbols: tuple[str, ...] = (WORD, PHRASE)
     # width of the aligner's diagonal prior (fraction of the utterance; recipes/train/README.md)
     prior_width: float = 0.05
+    flat_start: int = 1500  # steps of near-uniform segmentation before the prior widens (align.flat_start_width)
     seed: int = 0
     device: str = "cuda"
     log_every: int = 100
@@ -106,7 +108,7 @@ def step_losses(
         batch["ph_mask"],
         batch["frame_mask"],
         batch["ge2e"],
-        run.prior_width,
+        flat_start_width(step, run.prior_width, run.flat_start),
     )
     _path, pitch, energy = targets(batch, durations)
 

@@ -34,15 +34,25 @@ NEG = -1e4  # "impossible" log-probability that stays finite in bf16 and under C
 
 class Aligner(nn.Module):
     """(phoneme ids [B, N], mask [B, N], speaker embedding [B, S]) -> predicted normalized mel per phoneme
-    [B, n_mels, N]: embeddings + a speaker offset, residual convolutions with layer norm, a 1x1 projection."""
+    [B, n_mels, N]: embeddings + a speaker offset, residual convolutions with layer norm, a 1x1 projection.
+
+    Measured on the 3.6 h corpus (recipes/train/README.md): kernel 3 gives plausible Mandarin durations;
+    kernel 1 (no context: one mean per phoneme and voice) cannot fit coarticulation and misplaces whole
+    syllables; kernel 5 lets a phoneme's mean drift to its neighbour's frames (initials 30 frames long)."""
 
     def __init__(
-        self, vocab_size: int, n_mels: int = 80, dim: int = 192, layers: int = 3, speaker_dim: int = 256
+        self,
+        vocab_size: int,
+        n_mels: int = 80,
+        dim: int = 192,
+        layers: int = 3,
+        speaker_dim: int = 256,
+        kernel: int = 3,
     ) -> None:
         super().__init__()
         self.embed = nn.Embedding(vocab_size, dim, padding_idx=0)
         self.speaker = nn.Linear(speaker_dim, dim)
-        self.convs = nn.ModuleList(nn.Conv1d(dim, dim, 5, padding=2) for _ in range(layers))
+        self.convs = nn.ModuleList(nn.Conv1d(dim, dim, kernel, padding=kernel // 2) for _ in range(layers))
         self.norms = nn.ModuleList(nn.LayerNorm(dim) for _ in range(layers))
         self.out = nn.Conv1d(dim, n_mels, 1)
 
@@ -175,6 +185,15 @@ def log_duration_stats(durations: Tensor) -> float:
     """Mean log(1 + frames) of real phonemes (for logging)."""
     real = durations[durations > 0].float()
     return float(torch.log1p(real).mean()) if real.numel() else math.nan
+
+
+def flat_start_width(step: int, final: float, flat_steps: int = 1500, ramp_steps: int = 2500) -> float:
+    """Prior width at a training step: a near-uniform segmentation first (HMM-style "flat start": the means
+    are learned from evenly split utterances before the path may wander), then a linear ramp to `final`."""
+    flat = 0.005
+    if step < flat_steps:
+        return flat
+    return min(final, flat + (step - flat_steps) / max(ramp_steps, 1) * (final - flat))
 
 
 def align_batch(

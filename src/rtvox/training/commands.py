@@ -35,6 +35,9 @@ def acoustic(
     prior_width: Annotated[
         float, typer.Option("--prior-width", help="aligner's diagonal prior width (fraction of the utterance)")
     ] = 0.05,
+    flat_start: Annotated[
+        int, typer.Option("--flat-start", help="steps of near-uniform alignment before the prior widens")
+    ] = 1500,
     device: DeviceOpt = "cuda",
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
@@ -61,6 +64,7 @@ def acoustic(
             warmup=warmup,
             skip_symbols=skip,
             prior_width=prior_width,
+            flat_start=flat_start,
             device=device,
             seed=seed,
         )

@@ -132,3 +132,10 @@ def test_aligner_learns_the_true_durations() -> None:
     close = ((durations - b["dur"]).abs() <= 1)[real].float().mean()
     # measured: 90 % exact, 90 % within a frame (the RAD-TTS aligner this one replaced: 75 % and 84 %)
     assert exact >= 0.8 and close >= 0.85, f"{float(exact):.0%} exact, {float(close):.0%} within one frame"
+
+
+def test_flat_start_width_starts_near_uniform_then_ramps_to_the_final_width() -> None:
+    widths = [align.flat_start_width(step, 0.05, flat_steps=100, ramp_steps=200) for step in (0, 99, 200, 300, 10**6)]
+    assert widths[0] == widths[1] == 0.005
+    assert 0.005 < widths[2] < 0.05
+    assert widths[3] == widths[4] == 0.05
