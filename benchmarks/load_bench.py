@@ -15,7 +15,7 @@ from rtvox.runtime.service import ServiceConfig
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--model", default=None, help="model directory or shipped name (default: rtvox-base)")
+    parser.add_argument("--model", default=None, help="model directory or shipped name (default: the shipped default)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--backend", default="eager")
     parser.add_argument("--levels", default="1,2,4,8,12,16,24,32", help="comma-separated client counts")

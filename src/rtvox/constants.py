@@ -15,6 +15,9 @@ MEL_FMIN = 0.0
 MEL_FMAX = 12_000.0
 FRAMES_PER_SECOND = SAMPLE_RATE / HOP_LENGTH
 
+# The shipped model used when none is named (a folder under models/, or $RTVOX_MODELS_DIR).
+DEFAULT_MODEL = "rtvox-small"
+
 # Speaker conditioning: GE2E (resemblyzer-compatible) works on 16 kHz audio and gives 256-d unit vectors.
 SPEAKER_SAMPLE_RATE = 16_000
 SPEAKER_EMBED_DIM = 256

@@ -160,10 +160,18 @@ def build_variant(
     options: BuildOptions,
     texts: dict[str, tuple[str, float]],
 ) -> dict[str, Engine]:
-    """The variant's engines; "int8-static" = ORT static int8 calibrated on the texts' mels."""
-    dtype_name, _, method = variant.dtype.partition("-")
-    if method:
+    """The variant's engines. dtype syntax: `int8[-METHOD][@MODULE+MODULE...]`: "int8-static" = ORT static int8
+    calibrated on the texts' mels; "@acoustic_decode+vocoder" = which modules get int8 (default
+    BuildOptions.int8_modules)."""
+    spec, _, modules = variant.dtype.partition("@")
+    dtype_name, _, method = spec.partition("-")
+    int8_modules = tuple(m for m in modules.split("+") if m) or options.int8_modules
+    if method == "static" and set(int8_modules) - {"vocoder"}:
+        raise ValueError(f"{variant.label}: static int8 is calibrated on mels, so it applies to the vocoder only")
+    if method or modules:
         options = copy.copy(options)
+        options.int8_modules = int8_modules
+    if method:
         options.int8_method = method
         options.calibration = vocoder_calibration(bundle, texts)
     t0 = time.perf_counter()

@@ -9,13 +9,12 @@ from typing import Any
 
 import torch
 
+from rtvox.constants import DEFAULT_MODEL
 from rtvox.engines.base import BuildOptions
 from rtvox.engines.build import build_engines, describe_engines, export_artifacts
 from rtvox.engines.shapes import ShapeProfile
 from rtvox.errors import InputError, ModelError
 from rtvox.models.bundle import ModelBundle
-
-DEFAULT_MODEL = "rtvox-base"
 
 
 def resolve_model(model: str | None) -> Path:

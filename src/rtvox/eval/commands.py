@@ -22,7 +22,7 @@ def _fail(exc: RtvoxError) -> typer.Exit:
 
 def eval_command(
     model: Annotated[
-        str | None, typer.Option(help="Model directory or shipped model name (default rtvox-base)")
+        str | None, typer.Option(help="Model directory or shipped model name (default: the shipped default)")
     ] = None,
     sets: Annotated[str, typer.Option(help="Sentence sets: en,zh,mixed (shared/eval) or LANG=FILE items")] = (
         "en,zh,mixed"
@@ -51,7 +51,9 @@ def eval_command(
 
     try:
         if audio_dir is None and model is None:
-            model = "rtvox-base"
+            from rtvox.constants import DEFAULT_MODEL
+
+            model = DEFAULT_MODEL
         options = EvalOptions(
             sets=parse_sets(sets, eval_dir, limit),
             model=Path(model) if model else None,

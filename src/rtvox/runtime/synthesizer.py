@@ -13,7 +13,7 @@ import torch
 
 from rtvox.audio.mel import MelSpectrogram
 from rtvox.audio.reference import prepare_reference
-from rtvox.constants import EMOTIONS, FRAMES_PER_SECOND, SAMPLE_RATE, SPEAKER_SAMPLE_RATE
+from rtvox.constants import DEFAULT_MODEL, EMOTIONS, FRAMES_PER_SECOND, SAMPLE_RATE, SPEAKER_SAMPLE_RATE
 from rtvox.engines import Engine
 from rtvox.engines.build import build_engines as build_engine_set
 from rtvox.engines.build import parse_dtype
@@ -39,7 +39,6 @@ def project_models_dir() -> Path:
     return Path(__file__).resolve().parents[3] / "models"
 
 
-DEFAULT_MODEL = "rtvox-base"
 # Cache namespace of speaker embeddings: bump the version if the encoder or its preprocessing changes.
 SPEAKER_CACHE_NS = "speaker:ge2e-v1"
 
