@@ -1,0 +1,305 @@
+"""Continuous-batching decode for the autoregressive family: a scheduler that owns requests and KV-cache blocks
+(ids only, no tensors) and a runner that owns the model, the paged cache and per-request device state (no queues).
+
+Each `ARDecodeEngine.step()`:
+  1. the scheduler admits waiting requests while the cache has blocks for their whole budget (prompt + the most
+     tokens they may produce) and the batch has room, and plans one decode step for every running request;
+  2. the runner prefills the admitted prompts (one forward each), then runs one batched decode forward over
+     all running sequences and samples on the device (rtvox.models.sampling);
+  3. the scheduler appends the tokens, finishes sequences that emitted eos or reached their token count or
+     budget, and frees their blocks; the next step admits whoever waits.
+New requests therefore join at step boundaries and finished ones leave at once (continuous batching). Blocks are
+reserved for the whole budget at admission, so a running sequence never waits for memory and nothing is preempted.
+
+Duration control: a request with `token_count` gets that many codes exactly — eos is masked before the count and
+forced at it — and the count is also in the prompt, so the model plans its pacing (IndexTTS2's scheme).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from rtvox.models.ar import ARDecoder, PagedKVCache
+from rtvox.models.sampling import SamplingParams, sample
+
+
+@dataclass
+class ARRequest:
+    """What a caller asks for; plain data."""
+
+    request_id: str
+    phonemes: Sequence[int]  # model input ids (skip symbols already removed)
+    cond: Sequence[float]  # speaker ⊕ α·emotion, length ARConfig.cond_dim
+    token_count: int | None = None  # exact number of codes (duration control); None = free length
+    max_new_tokens: int = 500  # free mode's cap
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+
+
+@dataclass
+class SequenceState:
+    """The scheduler's record of one admitted request."""
+
+    request: ARRequest
+    blocks: list[int]  # cache blocks reserved for the whole budget
+    prompt_len: int  # cond + count + phonemes + bos
+    tokens: list[int] = field(default_factory=list)  # codes produced so far (eos not included)
+    finished: bool = False
+
+    @property
+    def budget(self) -> int:
+        return self.request.token_count if self.request.token_count is not None else self.request.max_new_tokens
+
+
+@dataclass
+class PlanItem:
+    """One sequence in one step: prefill (its prompt) or decode (its last token)."""
+
+    request_id: str
+    blocks: list[int]
+    position: int  # position of the token fed this step (decode) / prompt length (prefill)
+    generated: int  # codes produced before this step
+    token_count: int | None
+    budget: int
+
+
+@dataclass
+class StepPlan:
+    """The scheduler's order to the runner for one step."""
+
+    prefill: list[PlanItem]
+    decode: list[PlanItem]
+
+
+@dataclass
+class TokenEvent:
+    """A code produced for a request this step (`token` None when the step only finished it)."""
+
+    request_id: str
+    token: int | None
+    finished: bool
+
+
+class BlockAllocator:
+    """Free list of cache block ids."""
+
+    def __init__(self, num_blocks: int) -> None:
+        self.free: list[int] = list(range(num_blocks - 1, -1, -1))
+
+    def take(self, n: int) -> list[int]:
+        assert n <= len(self.free), "caller checks capacity first"
+        return [self.free.pop() for _ in range(n)]
+
+    def give_back(self, blocks: list[int]) -> None:
+        self.free.extend(reversed(blocks))
+
+
+class ARScheduler:
+    """Owns the waiting queue, the running sequences and the block allocator; never touches a tensor."""
+
+    def __init__(self, num_blocks: int, block_size: int, max_batch: int, max_positions: int) -> None:
+        self.block_size = block_size
+        self.max_batch = max_batch
+        self.max_positions = max_positions
+        self.allocator = BlockAllocator(num_blocks)
+        self.num_blocks = num_blocks
+        self.waiting: deque[ARRequest] = deque()
+        self.running: dict[str, SequenceState] = {}
+
+    def add(self, request: ARRequest) -> None:
+        need = self._blocks_needed(request)
+        if need > self.num_blocks:
+            raise ValueError(
+                f"request {request.request_id} needs {need} cache blocks (prompt + {self._budget(request)} codes) but "
+                f"the cache holds {self.num_blocks}; shorten the text or the requested duration"
+            )
+        if self._prompt_len(request) + self._budget(request) > self.max_positions:
+            raise ValueError(
+                f"request {request.request_id}: prompt + codes exceed the model's {self.max_positions} positions"
+            )
+        self.waiting.append(request)
+
+    @staticmethod
+    def _prompt_len(request: ARRequest) -> int:
+        return 2 + len(request.phonemes) + 1
+
+    @staticmethod
+    def _budget(request: ARRequest) -> int:
+        return request.token_count if request.token_count is not None else request.max_new_tokens
+
+    def _blocks_needed(self, request: ARRequest) -> int:
+        return math.ceil((self._prompt_len(request) + self._budget(request)) / self.block_size)
+
+    def schedule(self) -> StepPlan:
+        prefill: list[PlanItem] = []
+        while self.waiting and len(self.running) < self.max_batch:
+            request = self.waiting[0]
+            need = self._blocks_needed(request)
+            if need > len(self.allocator.free):
+                break  # first come, first served: later requests do not overtake a big one
+            self.waiting.popleft()
+            state = SequenceState(request, self.allocator.take(need), self._prompt_len(request))
+            self.running[request.request_id] = state
+            prefill.append(self._item(state, position=state.prompt_len))
+        decode = [
+            self._item(s, position=s.prompt_len + len(s.tokens) - 1)
+            for s in self.running.values()
+            if s.tokens and not s.finished
+        ]
+        return StepPlan(prefill, decode)
+
+    @staticmethod
+    def _item(state: SequenceState, position: int) -> PlanItem:
+        r = state.request
+        return PlanItem(r.request_id, state.blocks, position, len(state.tokens), r.token_count, state.budget)
+
+    def update(self, tokens: dict[str, int], eos: int) -> list[TokenEvent]:
+        events = []
+        for request_id, token in tokens.items():
+            state = self.running[request_id]
+            if token == eos:
+                state.finished = True
+                events.append(TokenEvent(request_id, None, True))
+            else:
+                state.tokens.append(token)
+                state.finished = len(state.tokens) >= state.budget and state.request.token_count is None
+                events.append(TokenEvent(request_id, token, state.finished))
+            if state.finished:
+                self.allocator.give_back(state.blocks)
+                del self.running[request_id]
+        return events
+
+    def idle(self) -> bool:
+        return not self.waiting and not self.running
+
+
+class ARRunner:
+    """Owns the model, the paged cache and per-request device state (conditions, seen-token masks)."""
+
+    def __init__(self, model: ARDecoder, cache: PagedKVCache) -> None:
+        self.model = model
+        self.cache = cache
+        self.config = model.config
+        self.device = cache.k.device
+        self._seen: dict[str, Tensor] = {}  # Bool[V] codes already produced (repetition penalty)
+        self._last: dict[str, int] = {}
+        self._params: dict[str, SamplingParams] = {}
+
+    def forget(self, request_id: str) -> None:
+        self._seen.pop(request_id, None)
+        self._last.pop(request_id, None)
+        self._params.pop(request_id, None)
+
+    def _table(self, items: list[PlanItem]) -> Tensor:
+        width = max(len(i.blocks) for i in items)
+        rows = [i.blocks + [i.blocks[0]] * (width - len(i.blocks)) for i in items]  # padding is masked
+        return torch.tensor(rows, dtype=torch.long, device=self.device)
+
+    @torch.no_grad()
+    def execute(self, plan: StepPlan, requests: dict[str, ARRequest]) -> dict[str, int]:
+        logits: list[Tensor] = []
+        items: list[PlanItem] = []
+        for item in plan.prefill:
+            r = requests[item.request_id]
+            self._params[item.request_id] = r.sampling
+            self._seen[item.request_id] = torch.zeros(self.config.out_vocab, dtype=torch.bool, device=self.device)
+            cond = torch.tensor([list(r.cond)], dtype=torch.float32, device=self.device)
+            count = torch.tensor([r.token_count or 0], device=self.device)
+            phonemes = torch.tensor([list(r.phonemes)], dtype=torch.long, device=self.device)
+            x = self.model.prompt_embeddings(cond, count, phonemes)
+            positions = torch.arange(x.shape[1], device=self.device)[None]
+            logits.append(self.model.forward_paged(x, positions, self.cache, self._table([item])))
+            items.append(item)
+        if plan.decode:
+            last = torch.tensor([[self._last[i.request_id]] for i in plan.decode], device=self.device)
+            positions = torch.tensor([[i.position] for i in plan.decode], device=self.device)
+            x = self.model.code_embeddings(last)
+            logits.append(self.model.forward_paged(x, positions, self.cache, self._table(plan.decode)))
+            items.extend(plan.decode)
+        if not items:
+            return {}
+        tokens = self._sample(torch.cat(logits), items)
+        out = dict(zip((i.request_id for i in items), tokens.tolist(), strict=True))  # the step's one host sync
+        for request_id, token in out.items():
+            self._last[request_id] = token
+            self._seen[request_id][token] = True
+        return out
+
+    def _sample(self, logits: Tensor, items: list[PlanItem]) -> Tensor:
+        eos = self.config.eos
+        params = [self._params[i.request_id] for i in items]
+        dev = self.device
+        generated = torch.tensor([i.generated for i in items], device=dev)
+        counted = torch.tensor([i.token_count is not None for i in items], device=dev)
+        target = torch.tensor([i.token_count or 0 for i in items], device=dev)
+        # bos is never an output; eos is masked before a requested count and forced at it
+        logits[:, self.config.bos] = float("-inf")
+        logits[:, eos] = torch.where(counted & (generated < target), float("-inf"), logits[:, eos])
+        tokens = sample(
+            logits,
+            torch.stack([self._seen[i.request_id] for i in items]),
+            torch.tensor([p.temperature for p in params], device=dev),
+            torch.tensor([p.top_k for p in params], device=dev),
+            torch.tensor([p.top_p for p in params], device=dev),
+            torch.tensor([p.repetition_penalty for p in params], device=dev),
+            torch.tensor([p.seed for p in params], device=dev),
+            generated,
+        )
+        return torch.where(counted & (generated >= target), torch.full_like(tokens, eos), tokens)
+
+
+class ARDecodeEngine:
+    """Scheduler + runner in one loop: `add` requests at any time, `step` until `idle`; `generate` for a batch."""
+
+    def __init__(
+        self,
+        model: ARDecoder,
+        num_blocks: int = 256,
+        block_size: int = 16,
+        max_batch: int = 64,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        device = next(model.parameters()).device
+        self.cache = PagedKVCache(model.config, num_blocks, block_size, device, dtype)
+        self.scheduler = ARScheduler(num_blocks, block_size, max_batch, model.config.max_positions)
+        self.runner = ARRunner(model.eval(), self.cache)
+        self.requests: dict[str, ARRequest] = {}
+
+    def add(self, request: ARRequest) -> None:
+        if request.request_id in self.requests:
+            raise ValueError(f"request id {request.request_id!r} is already running")
+        if len(request.cond) != self.runner.config.cond_dim:
+            raise ValueError(f"cond has {len(request.cond)} values; the model takes {self.runner.config.cond_dim}")
+        self.scheduler.add(request)
+        self.requests[request.request_id] = request
+
+    def step(self) -> list[TokenEvent]:
+        plan = self.scheduler.schedule()
+        tokens = self.runner.execute(plan, self.requests)
+        events = self.scheduler.update(tokens, self.runner.config.eos)
+        for event in events:
+            if event.finished:
+                self.runner.forget(event.request_id)
+                del self.requests[event.request_id]
+        return events
+
+    def idle(self) -> bool:
+        return self.scheduler.idle()
+
+    def stream(self) -> Iterator[TokenEvent]:
+        while not self.idle():
+            yield from self.step()
+
+    def generate(self, requests: Sequence[ARRequest]) -> dict[str, list[int]]:
+        for request in requests:
+            self.add(request)
+        out: dict[str, list[int]] = {r.request_id: [] for r in requests}
+        for event in self.stream():
+            if event.token is not None:
+                out[event.request_id].append(event.token)
+        return out
