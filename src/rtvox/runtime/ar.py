@@ -178,14 +178,56 @@ class ARScheduler:
         return not self.waiting and not self.running
 
 
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+class StaticDecodeStep:
+    """The decode forward at fixed shapes, so it can be captured once per batch bucket (CUDA graphs through
+    torch.compile "reduce-overhead"): the batch is padded to the next bucket and every block table to the
+    model's longest sequence; padded rows read and write only the cache's scratch block (the last one, never
+    handed to a request) at position 0."""
+
+    def __init__(self, model: ARDecoder, cache: PagedKVCache, compile_mode: str | None = None) -> None:
+        self.model = model
+        self.cache = cache
+        self.scratch = cache.num_blocks - 1
+        self.max_blocks = math.ceil(model.config.max_positions / cache.block_size)
+        fn = self._forward
+        if compile_mode is not None:
+            fn = torch.compile(fn, mode=compile_mode, fullgraph=True, dynamic=False)
+        self._fn = fn
+
+    def _forward(self, last: Tensor, positions: Tensor, tables: Tensor) -> Tensor:
+        return self.model.forward_paged(self.model.code_embeddings(last), positions, self.cache, tables)
+
+    @staticmethod
+    def bucket(n: int) -> int:
+        for b in BATCH_BUCKETS:
+            if n <= b:
+                return b
+        raise ValueError(f"decode batch {n} exceeds the largest bucket {BATCH_BUCKETS[-1]}")
+
+    def __call__(self, last: list[int], positions: list[int], blocks: list[list[int]]) -> Tensor:
+        n, size = len(last), self.bucket(len(last))
+        dev = self.cache.k.device
+        pad = size - n
+        last_t = torch.tensor([[t] for t in last] + [[0]] * pad, device=dev)
+        pos_t = torch.tensor([[p] for p in positions] + [[0]] * pad, device=dev)
+        rows = [b + [self.scratch] * (self.max_blocks - len(b)) for b in blocks]
+        rows += [[self.scratch] * self.max_blocks] * pad
+        tables = torch.tensor(rows, dtype=torch.long, device=dev)
+        return self._fn(last_t, pos_t, tables)[:n]
+
+
 class ARRunner:
     """Owns the model, the paged cache and per-request device state (conditions, seen-token masks)."""
 
-    def __init__(self, model: ARDecoder, cache: PagedKVCache) -> None:
+    def __init__(self, model: ARDecoder, cache: PagedKVCache, static_step: StaticDecodeStep | None = None) -> None:
         self.model = model
         self.cache = cache
         self.config = model.config
         self.device = cache.k.device
+        self.static_step = static_step
         self._seen: dict[str, Tensor] = {}  # Bool[V] codes already produced (repetition penalty)
         self._last: dict[str, int] = {}
         self._params: dict[str, SamplingParams] = {}
@@ -215,7 +257,16 @@ class ARRunner:
             positions = torch.arange(x.shape[1], device=self.device)[None]
             logits.append(self.model.forward_paged(x, positions, self.cache, self._table([item])))
             items.append(item)
-        if plan.decode:
+        if plan.decode and self.static_step is not None:
+            logits.append(
+                self.static_step(
+                    [self._last[i.request_id] for i in plan.decode],
+                    [i.position for i in plan.decode],
+                    [i.blocks for i in plan.decode],
+                )
+            )
+            items.extend(plan.decode)
+        elif plan.decode:
             last = torch.tensor([[self._last[i.request_id]] for i in plan.decode], device=self.device)
             positions = torch.tensor([[i.position] for i in plan.decode], device=self.device)
             x = self.model.code_embeddings(last)
@@ -263,11 +314,16 @@ class ARDecodeEngine:
         block_size: int = 16,
         max_batch: int = 64,
         dtype: torch.dtype = torch.float32,
+        static: bool = False,
+        compile_mode: str | None = None,
     ) -> None:
+        """`static` pads decode steps to fixed shapes (StaticDecodeStep; the cache gets one extra scratch block);
+        `compile_mode` (e.g. "reduce-overhead" on CUDA) compiles that step."""
         device = next(model.parameters()).device
-        self.cache = PagedKVCache(model.config, num_blocks, block_size, device, dtype)
+        self.cache = PagedKVCache(model.config, num_blocks + int(static), block_size, device, dtype)
         self.scheduler = ARScheduler(num_blocks, block_size, max_batch, model.config.max_positions)
-        self.runner = ARRunner(model.eval(), self.cache)
+        step = StaticDecodeStep(model.eval(), self.cache, compile_mode) if static else None
+        self.runner = ARRunner(model.eval(), self.cache, step)
         self.requests: dict[str, ARRequest] = {}
 
     def add(self, request: ARRequest) -> None:

@@ -170,3 +170,14 @@ def test_sampling_params_validate() -> None:
         SamplingParams(top_p=0.0)
     with pytest.raises(ValueError, match="temperature"):
         SamplingParams(temperature=-1.0)
+
+
+def test_static_padded_decode_step_matches_the_dynamic_one(model: ARDecoder) -> None:
+    c = model.config
+    requests = [_request(i, 3 + 2 * i, c, token_count=6 + 3 * i, sampling=GREEDY) for i in range(3)]
+    dynamic = ARDecodeEngine(model, num_blocks=40, block_size=4).generate(requests)
+    static_engine = ARDecodeEngine(model, num_blocks=40, block_size=4, static=True)
+    static = static_engine.generate(requests)
+    assert static == dynamic
+    assert static_engine.cache.num_blocks == 41  # the scratch block is the pool's last
+    assert len(static_engine.scheduler.allocator.free) == 40
