@@ -182,10 +182,11 @@ BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
 class StaticDecodeStep:
-    """The decode forward at fixed shapes, so it can be captured once per batch bucket (CUDA graphs through
-    torch.compile "reduce-overhead"): the batch is padded to the next bucket and every block table to the
-    model's longest sequence; padded rows read and write only the cache's scratch block (the last one, never
-    handed to a request) at position 0."""
+    """The decode forward at fixed shapes, so it can be captured once per (batch, blocks) bucket (CUDA graphs
+    through torch.compile "reduce-overhead"): the batch is padded to the next batch bucket and every block table
+    to the next power of two of the batch's longest table (attention cost follows the real context, within 2x);
+    padded rows and table entries point at the cache's scratch block (the last one, never handed to a request),
+    which padded rows write at position 0 and no real row can see (its keys sit past every real position)."""
 
     def __init__(self, model: ARDecoder, cache: PagedKVCache, compile_mode: str | None = None) -> None:
         self.model = model
@@ -213,8 +214,11 @@ class StaticDecodeStep:
         pad = size - n
         last_t = torch.tensor([[t] for t in last] + [[0]] * pad, device=dev)
         pos_t = torch.tensor([[p] for p in positions] + [[0]] * pad, device=dev)
-        rows = [b + [self.scratch] * (self.max_blocks - len(b)) for b in blocks]
-        rows += [[self.scratch] * self.max_blocks] * pad
+        bs = self.cache.block_size
+        blocks = [b[: p // bs + 1] for b, p in zip(blocks, positions, strict=True)]  # only what holds context
+        width = min(self.max_blocks, 1 << (max(len(b) for b in blocks) - 1).bit_length())
+        rows = [b + [self.scratch] * (width - len(b)) for b in blocks]
+        rows += [[self.scratch] * width] * pad
         tables = torch.tensor(rows, dtype=torch.long, device=dev)
         return self._fn(last_t, pos_t, tables)[:n]
 
