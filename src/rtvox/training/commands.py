@@ -105,6 +105,74 @@ def vocoder(
     )
 
 
+@train_app.command("codec")
+def codec(
+    data: DataOpt,
+    run_dir: RunOpt,
+    preset: Annotated[str, typer.Option("--preset")] = "base",
+    init: InitOpt = None,
+    minutes: MinutesOpt = 8.0,
+    max_steps: Annotated[int, typer.Option("--max-steps")] = 1_000_000,
+    batch: Annotated[int, typer.Option("--batch", help="mel segments per batch")] = 32,
+    segment: Annotated[int, typer.Option("--segment", help="mel frames per segment")] = 128,
+    lr: Annotated[float, typer.Option("--lr")] = 3e-4,
+    device: DeviceOpt = "cuda",
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """The AR family's FSQ mel tokenizer + token-to-mel decoder (resumes from RUN_DIR/state.pt)."""
+    from rtvox.training.ar import ARRun, train_codec
+
+    train_codec(
+        ARRun(
+            data=data,
+            run_dir=run_dir,
+            preset=preset,
+            init=init,
+            minutes=minutes,
+            max_steps=max_steps,
+            batch=batch,
+            segment=segment,
+            lr=lr,
+            device=device,
+            seed=seed,
+        )
+    )
+
+
+@train_app.command("ar")
+def ar(
+    data: DataOpt,
+    run_dir: RunOpt,
+    codec: Annotated[Path, typer.Option("--codec", help="snapshot folder of a trained codec")],
+    preset: Annotated[str, typer.Option("--preset")] = "base",
+    init: InitOpt = None,
+    minutes: MinutesOpt = 8.0,
+    max_steps: Annotated[int, typer.Option("--max-steps")] = 1_000_000,
+    batch_frames: Annotated[int, typer.Option("--batch-frames")] = 24_000,
+    lr: Annotated[float, typer.Option("--lr")] = 3e-4,
+    device: DeviceOpt = "cuda",
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """The AR family's GPT decoder over the codec's tokens (resumes from RUN_DIR/state.pt)."""
+    from rtvox.training.ar import ARRun, train_ar
+
+    train_ar(
+        ARRun(
+            data=data,
+            run_dir=run_dir,
+            preset=preset,
+            codec=codec,
+            init=init,
+            minutes=minutes,
+            max_steps=max_steps,
+            batch_frames=batch_frames,
+            lr=lr,
+            device=device,
+            seed=seed,
+        )
+    )
+
+
 @train_app.command("export")
 def export(
     acoustic_snapshot: Annotated[Path, typer.Option("--acoustic")],

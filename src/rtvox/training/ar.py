@@ -1,0 +1,203 @@
+"""`rtvox train codec` and `rtvox train ar`: the autoregressive family, in two stages on the packed corpus.
+
+1. codec: the FSQ mel tokenizer and its speaker-conditioned token-to-mel decoder (rtvox.models.codec), on random
+   mel segments; loss = L1 + MSE of the reconstructed log-mel.
+2. ar: the GPT decoder (rtvox.models.ar) on whole utterances, teacher-forced: the frozen codec turns each mel
+   into codes, the GPT predicts them and then eos from [speaker ⊕ α·emotion, token count, phonemes, bos]. The
+   count is the true number of codes for 70 % of rows and 0 ("free length") for the rest, so both modes are
+   learned; the emotion table trains with it (α = 0 for 10 % of rows, as in the acoustic trainer).
+
+Both are time-boxed, resumable (state.pt) and write fp16 snapshots, like the other trainers (bf16 autocast on CUDA).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from rtvox.models.ar import ARConfig, ARDecoder
+from rtvox.models.codec import CodecConfig, MelCodec
+from rtvox.models.emotion import EmotionConfig, EmotionTable, fuse_condition
+from rtvox.text.vocab import PHRASE, WORD, Vocabulary
+from rtvox.training.checkpoint import load_snapshot, load_state, save_snapshot, save_state
+from rtvox.training.data import AcousticSet, LengthBatcher, collate_acoustic, drop_ids, load_acoustic
+
+P_FREE_LENGTH = 0.3  # rows trained without a token count
+P_NO_EMOTION = 0.1
+
+
+@dataclass
+class ARRun:
+    """Settings of one codec or GPT training run (CLI flags)."""
+
+    data: Path
+    run_dir: Path
+    preset: str = "base"
+    codec: Path | None = None  # the trained codec snapshot (stage 2 only)
+    init: Path | None = None
+    minutes: float = 8.0
+    max_steps: int = 1_000_000
+    batch: int = 32  # codec: segments per batch
+    batch_frames: int = 24_000  # ar: mel frames per batch
+    segment: int = 128  # codec: mel frames per segment (a multiple of the downsample)
+    lr: float = 3e-4
+    warmup: int = 500
+    seed: int = 0
+    device: str = "cuda"
+    log_every: int = 100
+    save_every_min: float = 2.0
+
+
+def _lr(step: int, run: ARRun) -> float:
+    return run.lr * min(1.0, (step + 1) / run.warmup)
+
+
+def _loop(
+    run: ARRun,
+    modules: dict[str, nn.Module],
+    batches: Callable[[], list[np.ndarray]],
+    losses_of: Callable[[np.ndarray, int], dict[str, Tensor]],
+    identity: dict[str, Any],
+) -> dict[str, Any]:
+    """The shared time-boxed, checkpointing loop: `losses_of(batch rows, step)` returns {"total": ..., ...}."""
+    t0 = time.monotonic()
+    device = torch.device(run.device)
+    progress: dict[str, Any] = {"step": 0, "seconds": 0.0, **identity}
+    if run.init is not None:
+        progress.update(load_snapshot(run.init, modules))
+    for m in modules.values():
+        m.to(device).train()
+    params = [p for m in modules.values() for p in m.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=run.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    resumed = load_state(run.run_dir, modules, {"opt": opt})
+    if resumed is not None:
+        progress = resumed
+    run.run_dir.mkdir(parents=True, exist_ok=True)
+    step, seconds0, last_save = int(progress["step"]), float(progress.get("seconds", 0.0)), time.monotonic()
+    done = False
+    while not done:
+        for rows in batches():
+            for group in opt.param_groups:
+                group["lr"] = _lr(step, run)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                losses = losses_of(rows, step)
+            opt.zero_grad(set_to_none=True)
+            losses["total"].backward()
+            grad = torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            step += 1
+            elapsed = time.monotonic() - t0
+            if step % run.log_every == 0:
+                record = {k: round(float(v.detach()), 4) for k, v in losses.items()}
+                record |= {"step": step, "lr": _lr(step, run), "grad": round(float(grad), 3), "t": round(elapsed, 1)}
+                with (run.run_dir / "log.jsonl").open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(record) + "\n")
+                print(json.dumps(record), flush=True)
+            progress = {"step": step, "seconds": seconds0 + elapsed, **identity}
+            if time.monotonic() - last_save > run.save_every_min * 60:
+                save_state(run.run_dir, modules, {"opt": opt}, progress)
+                last_save = time.monotonic()
+            if elapsed > run.minutes * 60 or step >= run.max_steps:
+                done = True
+                break
+    save_state(run.run_dir, modules, {"opt": opt}, progress)
+    save_snapshot(run.run_dir / "snapshot", modules, progress)
+    print(json.dumps({"final": progress}), flush=True)
+    return progress
+
+
+def _data(run: ARRun) -> AcousticSet:
+    vocab = Vocabulary.default()
+    return drop_ids(load_acoustic(run.data), {vocab.id(WORD), vocab.id(PHRASE)})
+
+
+def _segments(
+    data: AcousticSet, rows: np.ndarray, length: int, rng: np.random.Generator, device: torch.device
+) -> tuple[Tensor, Tensor]:
+    """Random `length`-frame mel windows of the utterances `rows` -> (mel [B, 80, length], ge2e [B, 256])."""
+    batch = collate_acoustic(data, rows, torch.device("cpu"))
+    mel = torch.full((len(rows), batch["mel"].shape[1], length), math.log(1e-5))
+    for b, n in enumerate(batch["mel_len"].tolist()):
+        start = int(rng.integers(0, max(1, n - length + 1)))
+        take = min(length, n)
+        mel[b, :, :take] = batch["mel"][b, :, start : start + take]
+    return mel.to(device), batch["ge2e"].to(device)
+
+
+def train_codec(run: ARRun) -> dict[str, Any]:
+    torch.manual_seed(run.seed)
+    device = torch.device(run.device)
+    data = _data(run)
+    config = CodecConfig.preset(run.preset)
+    if run.segment % config.downsample:
+        raise ValueError(f"--segment must be a multiple of {config.downsample}")
+    codec = MelCodec(config)
+    rng = np.random.default_rng(run.seed)
+
+    def batches() -> list[np.ndarray]:
+        order = rng.permutation(len(data))
+        return [order[i : i + run.batch] for i in range(0, len(order) - run.batch + 1, run.batch)] or [order]
+
+    def losses_of(rows: np.ndarray, step: int) -> dict[str, Tensor]:
+        mel, ge2e = _segments(data, rows, run.segment, rng, device)
+        out, codes = codec(mel, ge2e)
+        l1 = (out.float() - mel).abs().mean()
+        mse = (out.float() - mel).square().mean()
+        used = torch.tensor(float(codes.unique().numel()) / config.n_codes)
+        return {"total": l1 + mse, "mel_l1": l1, "mel_mse": mse, "codebook_use": used}
+
+    return _loop(run, {"codec": codec}, batches, losses_of, {"preset": run.preset, "kind": "codec"})
+
+
+def train_ar(run: ARRun) -> dict[str, Any]:
+    if run.codec is None:
+        raise ValueError("rtvox train ar needs --codec: the snapshot of a trained codec (rtvox train codec)")
+    torch.manual_seed(run.seed)
+    device = torch.device(run.device)
+    data = _data(run)
+    codec_progress = json.loads((run.codec / "progress.json").read_text("utf-8"))
+    codec = MelCodec(CodecConfig.preset(codec_progress.get("preset", "base")))
+    load_snapshot(run.codec, {"codec": codec})
+    codec.to(device).eval().requires_grad_(False)
+    vocab = Vocabulary.default()
+    emotion_config = EmotionConfig()
+    config = ARConfig.preset(
+        run.preset, text_vocab=len(vocab), n_codes=codec.config.n_codes, cond_dim=256 + emotion_config.embed_dim
+    )
+    gpt, table = ARDecoder(config), EmotionTable(emotion_config)
+    ds = codec.config.downsample
+    batcher = LengthBatcher(data.mel_lengths, run.batch_frames, run.seed)
+
+    def losses_of(rows: np.ndarray, step: int) -> dict[str, Tensor]:
+        batch = {k: v.to(device) for k, v in collate_acoustic(data, rows, torch.device("cpu")).items()}
+        t = batch["mel"].shape[2] // ds * ds
+        with torch.no_grad():
+            codes = codec.encode(batch["mel"][:, :, :t])  # [B, M]
+        n_codes = batch["mel_len"] // ds  # real codes per row
+        m = codes.shape[1]
+        real = torch.arange(m, device=device)[None] < n_codes[:, None]
+        targets = torch.cat([codes.masked_fill(~real, -100), torch.full_like(codes[:, :1], -100)], dim=1)
+        targets.scatter_(1, n_codes[:, None], config.eos)  # eos right after the last real code
+        b = len(rows)
+        free = torch.rand(b, device=device) < P_FREE_LENGTH
+        count = torch.where(free, torch.zeros_like(n_codes), n_codes.clamp(max=config.max_count))
+        alpha = (torch.rand(b, device=device) >= P_NO_EMOTION).float()
+        cond = fuse_condition(batch["ge2e"], table(batch["emotion"]), alpha)
+        logits = gpt(cond, count, batch["ids"], codes.masked_fill(~real, 0), batch["ph_len"])
+        ce = F.cross_entropy(logits.float().transpose(1, 2), targets, ignore_index=-100)
+        with torch.no_grad():
+            acc = ((logits.argmax(-1) == targets) & (targets >= 0)).sum() / (targets >= 0).sum()
+        return {"total": ce, "ce": ce, "accuracy": acc}
+
+    identity = {"preset": run.preset, "kind": "ar", "n_codes": config.n_codes, "codec": str(run.codec)}
+    return _loop(run, {"ar": gpt, "emotion_table": table}, batcher.epoch, losses_of, identity)
