@@ -7,6 +7,8 @@
 #                                              there, else from snapshots in DIR/init if present; the snapshots
 #                                              and logs go to $OUT as 15 MiB pieces of one tar (snap.tar.*).
 #   VOCODER=0 recipes/train/gpu.sh train ...   acoustic model only (keep an already trained vocoder)
+#   recipes/train/gpu.sh train-ar DIR MINUTES  the AR family: codec for CODEC_MINUTES (default 3; skipped when
+#                                              DIR/init/codec holds a trained one), then the GPT for the rest
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DATA=${DATA:-/tmp/rtvox-data}
@@ -20,6 +22,29 @@ ls -la "$DATA"
 [ "$mode" = upload ] && exit 0
 
 minutes=$3
+if [ "$mode" = train-ar ]; then
+  export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src:${PYTHONPATH:-}
+  codec_snap="$src/init/codec"
+  if [ ! -f "$codec_snap/progress.json" ]; then
+    cm=${CODEC_MINUTES:-3}
+    python3 -m rtvox train codec --data "$DATA" --run-dir "$RUNS/codec" --minutes "$cm" --device "${DEVICE:-cuda}" >"$RUNS/codec.log" 2>&1 \
+      || echo "codec exited with $?"
+    codec_snap="$RUNS/codec/snapshot"
+    minutes=$(python3 -c "print(max(0.5, $minutes - $cm - 0.3))")
+  fi
+  ainit=()
+  if [ ! -f "$RUNS/ar/state.pt" ] && [ -d "$src/init/ar" ]; then ainit=(--init "$src/init/ar"); fi
+  python3 -m rtvox train ar --data "$DATA" --run-dir "$RUNS/ar" --codec "$codec_snap" --minutes "$minutes" \
+    --preset "${AR_PRESET:-medium}" --device "${DEVICE:-cuda}" "${ainit[@]}" >"$RUNS/ar.log" 2>&1 || echo "ar exited with $?"
+  tail -n 3 "$RUNS"/codec.log "$RUNS"/ar.log 2>/dev/null || true
+  mkdir -p /tmp/pack/codec /tmp/pack/ar
+  cp "$codec_snap"/* /tmp/pack/codec/ 2>/dev/null || true
+  cp "$RUNS"/ar/snapshot/* /tmp/pack/ar/ 2>/dev/null || true
+  cp "$RUNS"/codec.log "$RUNS"/ar.log /tmp/pack/ 2>/dev/null || true
+  tar cf - -C /tmp pack | split -b 15M - "$OUT/snap.tar."
+  ls -la "$OUT"
+  exit 0
+fi
 # soundfile (Opus decoding for the vocoder's data) is not in the GPU image: carried as wheels in .whl/
 if [ "${VOCODER:-1}" != 0 ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl

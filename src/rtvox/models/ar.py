@@ -78,8 +78,9 @@ class ARConfig:
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> ARConfig:
         presets = {
-            "base": {},  # ~90 M parameters
-            "small": dict(dim=512, layers=8, heads=8),  # ~27 M
+            "base": {},  # ~90 M parameters (180 MB fp16: more than one GPU call can return, 8 x 16 MiB)
+            "medium": dict(dim=640, layers=10, heads=10),  # ~51 M: fp16 weights still come back from the GPU
+            "small": dict(dim=512, layers=8, heads=8),  # ~28 M
             "tiny": dict(dim=64, layers=2, heads=4, n_codes=32, max_positions=256, max_count=64, text_vocab=40),
         }
         if name not in presets:
