@@ -37,9 +37,15 @@ def default_cache_dir() -> Path:
     return Path.home() / ".cache" / "rtvox" / "engines"
 
 
+# Bump when a module's forward changes what it computes, so engines exported from the old graph are not reused
+# (2, 2026-12-03: the variance adaptor no longer clamps predicted energy at 0).
+GRAPH_VERSION = 2
+
+
 def runtime_versions() -> dict[str, str]:
-    """Versions of torch and of every optional runtime present: all of them enter the cache key."""
-    versions = {"torch": torch.__version__, "python": platform.python_version()}
+    """Versions of torch, of rtvox's module graphs and of every optional runtime present: all enter the cache
+    key."""
+    versions = {"torch": torch.__version__, "python": platform.python_version(), "graphs": str(GRAPH_VERSION)}
     if torch.version.cuda:
         versions["cuda"] = torch.version.cuda
     for name in _RUNTIMES:

@@ -1,13 +1,15 @@
 """FastSpeech2's variance adaptor: duration, pitch and energy predictors, and the length regulator.
 
 Representations (the training pipeline must produce targets in these units):
-- duration: integer mel frames per phoneme, from an external forced aligner (teacher durations); the predictor
-  regresses log(1 + frames).
-- pitch: per-phoneme mean of log-F0 over voiced frames (unvoiced phonemes interpolated), z-normalized with
-  the *speaker's* mean and std, so 0 is the speaker's average pitch and `pitch_scale` scales the deviation
-  (0 = monotone, 1 = as predicted, 2 = exaggerated intonation).
-- energy: per-phoneme mean of the frame's STFT-magnitude L2 norm divided by the corpus mean, so about 1.0 on
-  average and >= 0; `energy_scale` multiplies it.
+- duration: integer mel frames per phoneme (the trainer's monotonic alignment, or an external aligner); the
+  predictor regresses log(1 + frames).
+- pitch: per-phoneme mean of log-F0 over voiced frames, z-normalized with the speaker's mean and std over all
+  their utterances (rtvox.training, `prosody_norm="speaker"`; models up to rtvox-small 2.0.0 used each
+  utterance's own), so 0 is the voice's average and `pitch_scale` scales the deviation (0 = monotone,
+  1 = as predicted, 2 = exaggerated intonation).
+- energy: per-phoneme mean of the frame energy (mean log-mel), z-normalized the same way; `energy_scale`
+  scales the deviation. Negative values are real (quieter than average): an inference-time clamp at 0, which
+  the training targets never had, cost rtvox-small 2.0.0 13 points of English WER (docs/QUALITY.md).
 Both values are phoneme-level (one number per phoneme, not per frame), which keeps the adaptor a pure
 function of [B, N] tensors, and are fed back through a small 1-D convolution of the scalar (FastPitch) rather
 than FastSpeech2's bucketize + embedding, which has no ONNX/TensorRT-native equivalent.
@@ -119,7 +121,7 @@ class VarianceAdaptor(nn.Module):
         durations = regulate_durations(frames, mask, speed, target_frames)
         pitch = self.pitch(x, mask) * pitch_scale[:, None]
         x = x + self.pitch_embed(pitch, mask)
-        energy = self.energy(x, mask).clamp_min(0.0) * energy_scale[:, None]
+        energy = self.energy(x, mask) * energy_scale[:, None]
         x = x + self.energy_embed(energy, mask)
         return x, durations
 

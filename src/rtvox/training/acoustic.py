@@ -35,7 +35,15 @@ from rtvox.training.align import (
     utterance_zscore,
 )
 from rtvox.training.checkpoint import load_snapshot, load_state, save_snapshot, save_state
-from rtvox.training.data import AcousticSet, LengthBatcher, collate_acoustic, describe, drop_ids, load_acoustic
+from rtvox.training.data import (
+    AcousticSet,
+    LengthBatcher,
+    collate_acoustic,
+    describe,
+    drop_ids,
+    load_acoustic,
+    speaker_prosody_stats,
+)
 
 P_ENCODER_EMOTION = 0.3  # share of rows conditioned on the emotion encoder's embedding of the clip itself
 P_NO_EMOTION = 0.1  # share of rows with α = 0
@@ -61,6 +69,9 @@ class AcousticRun:
     # width of the aligner's diagonal prior (fraction of the utterance; recipes/train/README.md)
     prior_width: float = 0.05
     flat_start: int = 1500  # steps of near-uniform segmentation before the prior widens (align.flat_start_width)
+    # pitch/energy targets as z-scores over the speaker's utterances ("speaker") or over each utterance
+    # ("utterance", runs T1-T4): per-utterance scores erase the level and range changes emotions are made of
+    prosody_norm: str = "speaker"
     seed: int = 0
     device: str = "cuda"
     log_every: int = 100
@@ -81,18 +92,30 @@ def build_modules(config: ModelConfig, vocab_size: int) -> dict[str, torch.nn.Mo
     }
 
 
-def targets(batch: dict[str, Tensor], durations: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """(hard path [B, T, N], per-phoneme normalized pitch [B, N], energy [B, N]) from frame features."""
+def targets(batch: dict[str, Tensor], durations: Tensor, stats: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """(hard path [B, T, N], per-phoneme normalized pitch [B, N], energy [B, N]) from frame features;
+    z-scores against the speakers' `stats` [n_speakers, 4] (data.speaker_prosody_stats) or, without them,
+    against each utterance."""
     path = hard_alignment(durations, batch["mel"].shape[2]) & batch["frame_mask"][:, :, None]
-    pitch_z = utterance_zscore(batch["log_f0"], batch["voiced"])
+    energy_frames = batch["mel"].mean(1)
+    if stats is None:
+        pitch_z = utterance_zscore(batch["log_f0"], batch["voiced"])
+        energy_z = utterance_zscore(energy_frames, batch["frame_mask"])
+    else:
+        row = stats[batch["speaker"]]  # [B, 4]
+        pitch_z = ((batch["log_f0"] - row[:, 0:1]) / row[:, 1:2]) * batch["voiced"]
+        energy_z = ((energy_frames - row[:, 2:3]) / row[:, 3:4]) * batch["frame_mask"]
     pitch = phoneme_average(pitch_z, batch["voiced"].float(), path)
-    energy_z = utterance_zscore(batch["mel"].mean(1), batch["frame_mask"])
     energy = phoneme_average(energy_z, batch["frame_mask"].float(), path)
     return path, pitch, energy
 
 
 def step_losses(
-    modules: dict[str, torch.nn.Module], batch: dict[str, Tensor], step: int, run: AcousticRun
+    modules: dict[str, torch.nn.Module],
+    batch: dict[str, Tensor],
+    step: int,
+    run: AcousticRun,
+    stats: Tensor | None = None,
 ) -> tuple[dict[str, Tensor], Tensor]:
     """All losses of one batch (and the durations used)."""
     aligner, model = modules["aligner"], modules["acoustic"]
@@ -110,7 +133,7 @@ def step_losses(
         batch["ge2e"],
         flat_start_width(step, run.prior_width, run.flat_start),
     )
-    _path, pitch, energy = targets(batch, durations)
+    _path, pitch, energy = targets(batch, durations, stats)
 
     b = mel.shape[0]
     enc_emb, enc_logits = modules["emotion_encoder"](mel, batch["frame_mask"])
@@ -138,7 +161,13 @@ def _split(data: AcousticSet, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @torch.no_grad()
-def validate(modules: dict[str, torch.nn.Module], data: AcousticSet, index: np.ndarray, run: AcousticRun) -> float:
+def validate(
+    modules: dict[str, torch.nn.Module],
+    data: AcousticSet,
+    index: np.ndarray,
+    run: AcousticRun,
+    stats: Tensor | None = None,
+) -> float:
     for m in modules.values():
         m.eval()
     device = torch.device(run.device)
@@ -146,7 +175,7 @@ def validate(modules: dict[str, torch.nn.Module], data: AcousticSet, index: np.n
     for start in range(0, len(index), 16):
         batch = collate_acoustic(data, index[start : start + 16], device)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-            losses, _ = step_losses(modules, batch, 10**9, run)
+            losses, _ = step_losses(modules, batch, 10**9, run, stats)
         total += float(losses["mel_post"]) * len(batch["ids"])
         count += len(batch["ids"])
     for m in modules.values():
@@ -166,7 +195,12 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
     data = drop_ids(load_acoustic(run.data), {vocab.id(symbol) for symbol in run.skip_symbols})
     config = ModelConfig.preset(run.preset, vocab_size=len(vocab), name="rtvox-base")
     modules = build_modules(config, len(vocab))
-    identity = {"preset": run.preset, "skip_symbols": list(run.skip_symbols)}
+    if run.prosody_norm not in ("speaker", "utterance"):
+        raise ValueError(f"prosody_norm must be 'speaker' or 'utterance', got {run.prosody_norm!r}")
+    stats = None
+    if run.prosody_norm == "speaker":
+        stats = torch.from_numpy(speaker_prosody_stats(data)).to(device)
+    identity = {"preset": run.preset, "skip_symbols": list(run.skip_symbols), "prosody_norm": run.prosody_norm}
     progress: dict[str, Any] = {"step": 0, "seconds": 0.0, **identity}
     if run.init is not None:
         progress.update(load_snapshot(run.init, modules))
@@ -199,7 +233,7 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
             for group in opt.param_groups:
                 group["lr"] = _lr(step, run)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-                losses, _ = step_losses(modules, batch, step, run)
+                losses, _ = step_losses(modules, batch, step, run, stats)
             opt.zero_grad(set_to_none=True)
             losses["total"].backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -221,7 +255,7 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
                 done = True
                 break
     pool.shutdown(wait=False, cancel_futures=True)
-    progress["val_mel_l1"] = round(validate(modules, data, val_idx, run), 4)
+    progress["val_mel_l1"] = round(validate(modules, data, val_idx, run, stats), 4)
     progress["seconds"] = seconds0 + time.monotonic() - t0
     save_state(run.run_dir, modules, {"opt": opt}, progress)
     save_snapshot(run.snapshot or run.run_dir / "snapshot", modules, progress)

@@ -38,6 +38,9 @@ def acoustic(
     flat_start: Annotated[
         int, typer.Option("--flat-start", help="steps of near-uniform alignment before the prior widens")
     ] = 1500,
+    prosody_norm: Annotated[
+        str, typer.Option("--prosody-norm", help="pitch/energy z-scores per 'speaker' (default) or 'utterance'")
+    ] = "speaker",
     device: DeviceOpt = "cuda",
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
@@ -65,6 +68,7 @@ def acoustic(
             skip_symbols=skip,
             prior_width=prior_width,
             flat_start=flat_start,
+            prosody_norm=prosody_norm,
             device=device,
             seed=seed,
         )

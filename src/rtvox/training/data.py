@@ -130,6 +130,31 @@ def dequantize_f0(codes: Tensor, info: PackInfo) -> Tensor:
     )
 
 
+def speaker_prosody_stats(data: AcousticSet) -> np.ndarray:
+    """Per speaker id: (mean, std) of voiced log F0 and (mean, std) of frame energy (mean log-mel), over all
+    of that speaker's utterances (every emotion): float32 [n_speakers, 4]. Pitch and energy targets normalized
+    by these keep what an emotion does to the level and range of a voice, which per-utterance z-scores erase."""
+    scale = (data.info.mel_hi - data.info.mel_lo) / (data.info.mel_levels - 1)
+    energy = data.mel.mean(axis=1, dtype=np.float64) * scale + data.info.mel_lo  # [Σ T]
+    lo, hi = np.log(data.info.f0_lo), np.log(data.info.f0_hi)
+    voiced = data.f0 > 0
+    log_f0 = lo + (data.f0.astype(np.float64) - 1) / 254 * (hi - lo)
+    frame_speaker = np.repeat(data.speaker, np.diff(data.mel_off))
+    n = int(data.speaker.max()) + 1 if len(data.speaker) else 0
+    out = np.zeros((n, 4), np.float32)
+    out[:, 1] = out[:, 3] = 1.0
+    for spk in range(n):
+        frames = frame_speaker == spk
+        if not frames.any():
+            continue
+        e = energy[frames]
+        out[spk, 2:] = e.mean(), max(float(e.std()), 1e-2)
+        f = log_f0[frames & voiced]
+        if f.size:
+            out[spk, :2] = f.mean(), max(float(f.std()), 1e-2)
+    return out
+
+
 class LengthBatcher:
     """Random batches of utterances of similar length, capped by total frames (padding stays small)."""
 
