@@ -22,6 +22,10 @@ ls -la "$DATA"
 [ "$mode" = upload ] && exit 0
 
 minutes=$3
+ship() {  # /tmp/pack -> $OUT as 15 MiB pieces of one tar (each returned file must stay under 16 MiB)
+  tar cf - -C /tmp pack | split -b 15M - "$OUT/snap.tar."
+  ls -la "$OUT"
+}
 if [ "$mode" = train-ar ]; then
   export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src:${PYTHONPATH:-}
   codec_snap="$src/init/codec"
@@ -41,8 +45,7 @@ if [ "$mode" = train-ar ]; then
   cp "$codec_snap"/* /tmp/pack/codec/ 2>/dev/null || true
   cp "$RUNS"/ar/snapshot/* /tmp/pack/ar/ 2>/dev/null || true
   cp "$RUNS"/codec.log "$RUNS"/ar.log /tmp/pack/ 2>/dev/null || true
-  tar cf - -C /tmp pack | split -b 15M - "$OUT/snap.tar."
-  ls -la "$OUT"
+  ship
   exit 0
 fi
 # soundfile (Opus decoding for the vocoder's data) is not in the GPU image: carried as wheels in .whl/
@@ -72,5 +75,4 @@ cp "$RUNS"/acoustic/snapshot/* /tmp/pack/acoustic/ 2>/dev/null || true
 cp "$RUNS"/vocoder/snapshot/* /tmp/pack/vocoder/ 2>/dev/null || true
 cp "$RUNS"/*.log "$RUNS"/acoustic/log.jsonl /tmp/pack/ 2>/dev/null || true
 cp "$RUNS"/vocoder/log.jsonl /tmp/pack/vocoder-log.jsonl 2>/dev/null || true
-tar cf - -C /tmp pack | split -b 15M - "$OUT/snap.tar."
-ls -la "$OUT"
+ship

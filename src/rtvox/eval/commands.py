@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from rtvox.constants import DEFAULT_MODEL
 from rtvox.errors import InputError, RtvoxError
 
 
@@ -51,8 +52,6 @@ def eval_command(
 
     try:
         if audio_dir is None and model is None:
-            from rtvox.constants import DEFAULT_MODEL
-
             model = DEFAULT_MODEL
         options = EvalOptions(
             sets=parse_sets(sets, eval_dir, limit),

@@ -40,6 +40,16 @@ class ARRequest:
     max_new_tokens: int = 500  # free mode's cap
     sampling: SamplingParams = field(default_factory=SamplingParams)
 
+    @property
+    def budget(self) -> int:
+        """The most codes this request may produce."""
+        return self.token_count if self.token_count is not None else self.max_new_tokens
+
+    @property
+    def prompt_len(self) -> int:
+        """cond + count + phonemes + bos."""
+        return 2 + len(self.phonemes) + 1
+
 
 @dataclass
 class SequenceState:
@@ -47,13 +57,8 @@ class SequenceState:
 
     request: ARRequest
     blocks: list[int]  # cache blocks reserved for the whole budget
-    prompt_len: int  # cond + count + phonemes + bos
     tokens: list[int] = field(default_factory=list)  # codes produced so far (eos not included)
     finished: bool = False
-
-    @property
-    def budget(self) -> int:
-        return self.request.token_count if self.request.token_count is not None else self.request.max_new_tokens
 
 
 @dataclass
@@ -115,25 +120,17 @@ class ARScheduler:
         need = self._blocks_needed(request)
         if need > self.num_blocks:
             raise ValueError(
-                f"request {request.request_id} needs {need} cache blocks (prompt + {self._budget(request)} codes) but "
+                f"request {request.request_id} needs {need} cache blocks (prompt + {request.budget} codes) but "
                 f"the cache holds {self.num_blocks}; shorten the text or the requested duration"
             )
-        if self._prompt_len(request) + self._budget(request) > self.max_positions:
+        if request.prompt_len + request.budget > self.max_positions:
             raise ValueError(
                 f"request {request.request_id}: prompt + codes exceed the model's {self.max_positions} positions"
             )
         self.waiting.append(request)
 
-    @staticmethod
-    def _prompt_len(request: ARRequest) -> int:
-        return 2 + len(request.phonemes) + 1
-
-    @staticmethod
-    def _budget(request: ARRequest) -> int:
-        return request.token_count if request.token_count is not None else request.max_new_tokens
-
     def _blocks_needed(self, request: ARRequest) -> int:
-        return math.ceil((self._prompt_len(request) + self._budget(request)) / self.block_size)
+        return math.ceil((request.prompt_len + request.budget) / self.block_size)
 
     def schedule(self) -> StepPlan:
         prefill: list[PlanItem] = []
@@ -143,11 +140,11 @@ class ARScheduler:
             if need > len(self.allocator.free):
                 break  # first come, first served: later requests do not overtake a big one
             self.waiting.popleft()
-            state = SequenceState(request, self.allocator.take(need), self._prompt_len(request))
+            state = SequenceState(request, self.allocator.take(need))
             self.running[request.request_id] = state
-            prefill.append(self._item(state, position=state.prompt_len))
+            prefill.append(self._item(state, position=request.prompt_len))
         decode = [
-            self._item(s, position=s.prompt_len + len(s.tokens) - 1)
+            self._item(s, position=s.request.prompt_len + len(s.tokens) - 1)
             for s in self.running.values()
             if s.tokens and not s.finished
         ]
@@ -156,7 +153,7 @@ class ARScheduler:
     @staticmethod
     def _item(state: SequenceState, position: int) -> PlanItem:
         r = state.request
-        return PlanItem(r.request_id, state.blocks, position, len(state.tokens), r.token_count, state.budget)
+        return PlanItem(r.request_id, state.blocks, position, len(state.tokens), r.token_count, r.budget)
 
     def update(self, tokens: dict[str, int], eos: int) -> list[TokenEvent]:
         events = []
@@ -167,7 +164,7 @@ class ARScheduler:
                 events.append(TokenEvent(request_id, None, True))
             else:
                 state.tokens.append(token)
-                state.finished = len(state.tokens) >= state.budget and state.request.token_count is None
+                state.finished = len(state.tokens) >= state.request.budget and state.request.token_count is None
                 events.append(TokenEvent(request_id, token, state.finished))
             if state.finished:
                 self.allocator.give_back(state.blocks)

@@ -34,7 +34,7 @@ from rtvox.training.align import (
     phoneme_average,
     utterance_zscore,
 )
-from rtvox.training.checkpoint import load_snapshot, load_state, save_snapshot, save_state
+from rtvox.training.checkpoint import load_snapshot, load_state, log_step, save_snapshot, save_state
 from rtvox.training.data import (
     AcousticSet,
     LengthBatcher,
@@ -213,7 +213,6 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
         progress = resumed
     train_idx, val_idx = _split(data, run.seed)
     batcher = LengthBatcher(data.mel_lengths[train_idx], run.batch_frames, run.seed + progress["step"])
-    log_path = run.run_dir / "log.jsonl"
     run.run_dir.mkdir(parents=True, exist_ok=True)
     print(f"acoustic: {describe(data)}; start at step {progress['step']}", flush=True)
     last_save = time.monotonic()
@@ -241,12 +240,8 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
             step += 1
             elapsed = time.monotonic() - t0
             if step % run.log_every == 0:
-                record = {k: round(float(v), 4) for k, v in losses.items()}
-                record |= {"step": step, "lr": _lr(step, run), "grad": round(float(grad_norm), 3)}
-                record["t"] = round(elapsed, 1)
-                with log_path.open("a", encoding="utf-8") as f:
-                    f.write(json.dumps(record) + "\n")
-                print(json.dumps(record), flush=True)
+                extra = {"step": step, "lr": _lr(step, run), "grad": round(float(grad_norm), 3)}
+                log_step(run.run_dir, losses, extra | {"t": round(elapsed, 1)})
             progress = {"step": step, "seconds": seconds0 + elapsed, **identity}
             if time.monotonic() - last_save > run.save_every_min * 60:
                 save_state(run.run_dir, modules, {"opt": opt}, progress)

@@ -29,7 +29,7 @@ from rtvox.models.ar import ARConfig, ARDecoder
 from rtvox.models.codec import CodecConfig, MelCodec
 from rtvox.models.emotion import EmotionConfig, EmotionTable, fuse_condition
 from rtvox.text.vocab import PHRASE, WORD, Vocabulary
-from rtvox.training.checkpoint import load_snapshot, load_state, save_snapshot, save_state
+from rtvox.training.checkpoint import load_snapshot, load_state, log_step, save_snapshot, save_state
 from rtvox.training.data import AcousticSet, LengthBatcher, collate_acoustic, drop_ids, load_acoustic
 
 P_FREE_LENGTH = 0.3  # rows trained without a token count
@@ -98,11 +98,8 @@ def _loop(
             step += 1
             elapsed = time.monotonic() - t0
             if step % run.log_every == 0:
-                record = {k: round(float(v.detach()), 4) for k, v in losses.items()}
-                record |= {"step": step, "lr": _lr(step, run), "grad": round(float(grad), 3), "t": round(elapsed, 1)}
-                with (run.run_dir / "log.jsonl").open("a", encoding="utf-8") as f:
-                    f.write(json.dumps(record) + "\n")
-                print(json.dumps(record), flush=True)
+                extra = {"step": step, "lr": _lr(step, run), "grad": round(float(grad), 3), "t": round(elapsed, 1)}
+                log_step(run.run_dir, losses, extra)
             progress = {"step": step, "seconds": seconds0 + elapsed, **identity}
             if time.monotonic() - last_save > run.save_every_min * 60:
                 save_state(run.run_dir, modules, {"opt": opt}, progress)

@@ -25,6 +25,16 @@ STATE_NAME = "state.pt"
 PROGRESS_NAME = "progress.json"
 
 
+def log_step(run_dir: Path, losses: dict[str, Any], extra: dict[str, Any]) -> None:
+    """One line of training log: the losses (rounded) then `extra` (step, lr, ...), appended to
+    run_dir/log.jsonl and printed."""
+    record = {k: round(float(v.detach() if isinstance(v, torch.Tensor) else v), 4) for k, v in losses.items()}
+    line = json.dumps(record | extra)
+    with (run_dir / "log.jsonl").open("a", encoding="utf-8") as f:
+        f.write(line + "\n")
+    print(line, flush=True)
+
+
 def save_state(run_dir: Path, modules: dict[str, nn.Module], optimizers: dict[str, Any], extra: dict[str, Any]) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     state = {

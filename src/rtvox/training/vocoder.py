@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from rtvox.audio.mel import MelSpectrogram
 from rtvox.constants import HOP_LENGTH
 from rtvox.models.vocoder import build_vocoder, vocoder_preset
-from rtvox.training.checkpoint import load_snapshot, load_state, save_snapshot, save_state
+from rtvox.training.checkpoint import load_snapshot, load_state, log_step, save_snapshot, save_state
 from rtvox.training.data import load_vocoder_audio, random_segments
 
 STFT_RESOLUTIONS = ((512, 128), (1024, 256), (2048, 512))
@@ -147,7 +147,6 @@ def train_vocoder(run: VocoderRun) -> dict[str, Any]:
     if resumed is not None:
         progress = resumed
     run.run_dir.mkdir(parents=True, exist_ok=True)
-    log_path = run.run_dir / "log.jsonl"
     print(f"vocoder {run.preset}: {len(clips)} clips, {sum(map(len, clips)) / 24000 / 60:.1f} min", flush=True)
     step, seconds0, last_save = int(progress["step"]), float(progress.get("seconds", 0.0)), time.monotonic()
     length = run.segment_frames * HOP_LENGTH
@@ -187,10 +186,7 @@ def train_vocoder(run: VocoderRun) -> dict[str, Any]:
         step += 1
         elapsed = time.monotonic() - t0
         if step % run.log_every == 0:
-            record = {k: round(float(v), 4) for k, v in losses.items()} | {"step": step, "t": round(elapsed, 1)}
-            with log_path.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(record) + "\n")
-            print(json.dumps(record), flush=True)
+            log_step(run.run_dir, losses, {"step": step, "t": round(elapsed, 1)})
         progress = {"step": step, "seconds": seconds0 + elapsed, "preset": run.preset}
         if time.monotonic() - last_save > run.save_every_min * 60:
             save_state(run.run_dir, modules, {"g": opt_g, "d": opt_d}, progress)
