@@ -1,7 +1,11 @@
 """Decode-step benchmark of the autoregressive family (issue 7): eager vs compiled (CUDA graphs) decode at
 several batch sizes, tokens/s per stream and in aggregate, and achieved weight bytes/s against the HBM floor.
 
-    python3 benchmarks/ar_decode.py --preset base --dtype bfloat16 --batches 1,16,64,256 > ar_decode.json
+    python3 benchmarks/ar_decode.py --preset medium --dtype bfloat16 --batches 1,16,64,256 > ar_decode.json
+
+Variants: `eager` (the forward as written), `graph` (that forward captured as one CUDA graph per (batch, table
+width) bucket), `inductor-graph` (Inductor-compiled kernels captured the same way), `compiled` (torch.compile
+"reduce-overhead", its own CUDA graphs). Each variant's first-step logits are compared with the first variant's.
 
 Method: random weights of the preset (speed does not depend on them); B sequences are prefilled with a
 40-phoneme prompt, then `--steps` decode steps are timed (after `--warmup` untimed ones, which also capture the
@@ -22,7 +26,8 @@ from typing import Any
 import torch
 
 from rtvox.models.ar import ARConfig, ARDecoder, PagedKVCache
-from rtvox.runtime.ar import StaticDecodeStep
+from rtvox.models.sampling import SamplingParams
+from rtvox.runtime.ar import ARDecodeEngine, ARRequest, StaticDecodeStep
 
 HBM_BYTES_PER_S = {"h200": 4.8e12, "issue": 4.3e12}
 TOKENS_PER_SECOND_OF_AUDIO = 25.0
@@ -33,15 +38,26 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+VARIANTS = {  # name -> (torch.compile mode, hand-captured CUDA graph)
+    "eager": (None, False),
+    "graph": (None, True),  # the eager forward captured per bucket
+    "inductor-graph": ("default", True),  # Inductor's fused kernels captured per bucket
+    "compiled": ("reduce-overhead", False),  # torch.compile's own CUDA graphs (cudagraph trees)
+}
+
+
 def bench_batch(
-    model: ARDecoder, batch: int, steps: int, warmup: int, block_size: int, compile_mode: str | None, prompt: int
-) -> dict[str, Any]:
+    model: ARDecoder, batch: int, steps: int, warmup: int, block_size: int, variant: str, prompt: int
+) -> tuple[dict[str, Any], torch.Tensor]:
     config = model.config
     device = next(model.parameters()).device
     dtype = next(model.parameters()).dtype
+    compile_mode, graph = VARIANTS[variant]
+    if device.type != "cuda":
+        compile_mode, graph = ("default" if compile_mode else None), False
     per_seq = -(-(prompt + 3 + warmup + steps + 1) // block_size)
     cache = PagedKVCache(config, batch * per_seq + 1, block_size, device, dtype)
-    step = StaticDecodeStep(model, cache, compile_mode)
+    step = StaticDecodeStep(model, cache, compile_mode, graph)
     tables = [list(range(b * per_seq, (b + 1) * per_seq)) for b in range(batch)]
     gen = torch.Generator().manual_seed(0)
     with torch.no_grad():
@@ -54,10 +70,13 @@ def bench_batch(
         position = prompt + 3
         last = [0] * batch
         times = []
+        first = None
         for i in range(warmup + steps):
             _sync(device)
             t0 = time.perf_counter()
             logits = step(last, [position] * batch, tables)
+            if first is None:
+                first = logits.float().cpu()
             last = logits.argmax(-1).tolist()  # the host sync a real step has too
             _sync(device)
             if i >= warmup:
@@ -66,7 +85,8 @@ def bench_batch(
     weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     median = statistics.median(times)
     kv_bytes = 2 * config.layers * position * config.dim * torch.finfo(dtype).bits // 8 * batch
-    return {
+    assert first is not None
+    row = {
         "batch": batch,
         "step_ms_p50": round(median * 1e3, 3),
         "step_ms_p99": round(sorted(times)[max(0, int(0.99 * len(times)) - 1)] * 1e3, 3),
@@ -76,8 +96,77 @@ def bench_batch(
         "weight_bytes": weight_bytes,
         "kv_bytes_at_end": kv_bytes,
         "weight_floor_ms": {k: round(weight_bytes / v * 1e3, 4) for k, v in HBM_BYTES_PER_S.items()},
-        "x_over_weight_floor_h200": round(median / (weight_bytes / HBM_BYTES_PER_S["h200"]), 2),
+        "x_over_weight_floor": {k: round(median / (weight_bytes / v), 2) for k, v in HBM_BYTES_PER_S.items()},
         "achieved_weight_gb_per_s": round(weight_bytes / median / 1e9, 1),
+    }
+    return row, first
+
+
+def bench_engine(model: ARDecoder, streams: int, tokens: int, variant: str, prompt: int) -> dict[str, Any]:
+    """The whole continuous-batching engine (scheduler, prefill, graphed decode, on-device sampling with top-k/p,
+    temperature and repetition penalty): `streams` requests arrive together, each asks for `tokens` codes
+    (duration control); time to first token and each stream's token rate against the audio's."""
+    device = next(model.parameters()).device
+    dtype = next(model.parameters()).dtype
+    compile_mode, graph = VARIANTS[variant]
+    if device.type != "cuda":
+        compile_mode, graph = ("default" if compile_mode else None), False
+    config = model.config
+    per_seq = -(-(prompt + 3 + tokens + 1) // 16)
+    engine = ARDecodeEngine(
+        model,
+        streams * per_seq,
+        16,
+        max_batch=streams,
+        dtype=dtype,
+        static=True,
+        compile_mode=compile_mode,
+        cuda_graph=graph,
+    )
+    gen = torch.Generator().manual_seed(1)
+
+    def requests(tag: str) -> list[ARRequest]:
+        return [
+            ARRequest(
+                f"{tag}{i}",
+                torch.randint(1, config.text_vocab, (prompt,), generator=gen).tolist(),
+                torch.randn(config.cond_dim, generator=gen).tolist(),
+                token_count=tokens,
+                sampling=SamplingParams(temperature=0.8, top_k=50, top_p=0.9, repetition_penalty=1.1, seed=i),
+            )
+            for i in range(streams)
+        ]
+
+    engine.generate(requests("warm"))  # captures every bucket the timed run meets
+    _sync(device)
+    t0 = time.perf_counter()
+    first: dict[str, float] = {}
+    done: dict[str, float] = {}
+    step_times = []
+    for r in requests("r"):
+        engine.add(r)
+    while not engine.idle():
+        s0 = time.perf_counter()
+        for event in engine.step():  # the step's tokens are on the host: no extra sync needed
+            now = time.perf_counter() - t0
+            first.setdefault(event.request_id, now)
+            if event.finished:
+                done[event.request_id] = now
+        step_times.append(time.perf_counter() - s0)
+    wall = max(done.values())
+    decode = statistics.median(step_times[2:]) if len(step_times) > 3 else statistics.median(step_times)
+    rate = 1 / decode  # tokens per second per stream in steady decoding
+    return {
+        "streams": streams,
+        "tokens_each": tokens,
+        "ttft_ms_p50": round(statistics.median(first.values()) * 1e3, 2),
+        "ttft_ms_max": round(max(first.values()) * 1e3, 2),
+        "decode_step_ms_p50": round(decode * 1e3, 3),
+        "tokens_per_s_per_stream": round(rate, 1),
+        "tokens_per_s_total": round(streams * tokens / wall, 1),
+        "x_realtime_per_stream": round(rate / TOKENS_PER_SECOND_OF_AUDIO, 2),
+        "all_streams_realtime": rate >= TOKENS_PER_SECOND_OF_AUDIO and len(done) == streams,
+        "wall_s": round(wall, 3),
     }
 
 
@@ -91,37 +180,65 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--prompt", type=int, default=40)
     parser.add_argument("--block-size", type=int, default=16)
-    parser.add_argument("--variants", default="eager,compiled", help="eager and/or compiled (reduce-overhead)")
+    parser.add_argument("--variants", default="eager,graph,inductor-graph", help=f"some of {sorted(VARIANTS)}")
+    parser.add_argument("--engine-streams", default="", help="e.g. 1,256: also time the whole engine")
+    parser.add_argument("--engine-tokens", type=int, default=150, help="codes per request (6 s at 25/s)")
+    parser.add_argument("--engine-variants", default="eager,inductor-graph")
     args = parser.parse_args()
     device = torch.device(args.device)
     dtype = getattr(torch, args.dtype)
+    for name in ("recompile_limit", "cache_size_limit"):  # one compiled graph per (batch, table width) bucket
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 64)
     torch.manual_seed(0)
     model = ARDecoder(ARConfig.preset(args.preset)).to(device, dtype).eval()
     report: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu x{torch.get_num_threads()}",
         "torch": torch.__version__,
+        "command": "python3 " + " ".join(sys.argv),
         "preset": args.preset,
         "config": model.config.to_dict(),
         "parameters_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 2),
         "dtype": args.dtype,
+        "prompt": args.prompt,
         "results": {},
+        "errors": {},
     }
+    reference: dict[int, torch.Tensor] = {}
     for variant in args.variants.split(","):
-        mode = "reduce-overhead" if variant == "compiled" and device.type == "cuda" else None
-        if variant == "compiled" and device.type != "cuda":
-            mode = "default"
         rows = []
         for batch in [int(b) for b in args.batches.split(",")]:
-            row = bench_batch(model, batch, args.steps, args.warmup, args.block_size, mode, args.prompt)
+            t0 = time.perf_counter()
+            try:
+                row, first = bench_batch(model, batch, args.steps, args.warmup, args.block_size, variant, args.prompt)
+            except Exception as exc:  # report and go on: one variant failing must not lose the others' figures
+                report["errors"][f"{variant}@{batch}"] = f"{type(exc).__name__}: {exc}"[:2000]
+                print(variant, batch, "failed:", exc, file=sys.stderr, flush=True)
+                continue
+            reference.setdefault(batch, first)  # the first variant (eager) is the reference
+            row["max_abs_logit_diff_vs_first_variant"] = round(float((first - reference[batch]).abs().max()), 4)
+            row["setup_s"] = round(time.perf_counter() - t0, 1)
             print(variant, json.dumps(row), file=sys.stderr, flush=True)
             rows.append(row)
         report["results"][variant] = rows
-    if {"eager", "compiled"} <= set(report["results"]):
-        report["speedup_compiled_vs_eager"] = {
-            str(e["batch"]): round(e["step_ms_p50"] / c["step_ms_p50"], 2)
-            for e, c in zip(report["results"]["eager"], report["results"]["compiled"], strict=True)
-        }
+    report["engine"] = {}
+    for variant in [v for v in args.engine_variants.split(",") if args.engine_streams]:
+        for streams in [int(n) for n in args.engine_streams.split(",")]:
+            try:
+                row = bench_engine(model, streams, args.engine_tokens, variant, args.prompt)
+            except Exception as exc:
+                report["errors"][f"engine-{variant}@{streams}"] = f"{type(exc).__name__}: {exc}"[:2000]
+                print("engine", variant, streams, "failed:", exc, file=sys.stderr, flush=True)
+                continue
+            print("engine", variant, json.dumps(row), file=sys.stderr, flush=True)
+            report["engine"].setdefault(variant, []).append(row)
+    eager = {r["batch"]: r["step_ms_p50"] for r in report["results"].get("eager", [])}
+    report["speedup_vs_eager"] = {
+        v: {str(r["batch"]): round(eager[r["batch"]] / r["step_ms_p50"], 2) for r in rows if r["batch"] in eager}
+        for v, rows in report["results"].items()
+        if v != "eager"
+    }
     json.dump(report, sys.stdout, indent=1)
     print()
 

@@ -191,7 +191,8 @@ class ARDecoder(nn.Module):
     def prompt_embeddings(self, cond: Tensor, count: Tensor, phonemes: Tensor) -> Tensor:
         """cond [B, C], count Long[B] (0 = free), phonemes Long[B, N] -> [B, 2 + N + 1, D] (ends with bos)."""
         bos = torch.full_like(phonemes[:, :1], self.config.bos)
-        parts = [self.cond(cond)[:, None], self.count(count.clamp(0, self.config.max_count))[:, None]]
+        count_emb = self.count(count.clamp(0, self.config.max_count))
+        parts = [self.cond(cond.to(self.cond.weight.dtype))[:, None], count_emb[:, None]]
         return torch.cat([*parts, self.text(phonemes), self.codes(bos)], dim=1)
 
     def code_embeddings(self, codes: Tensor) -> Tensor:

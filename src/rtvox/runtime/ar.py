@@ -21,6 +21,7 @@ import math
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -183,9 +184,15 @@ class StaticDecodeStep:
     through torch.compile "reduce-overhead"): the batch is padded to the next batch bucket and every block table
     to the next power of two of the batch's longest table (attention cost follows the real context, within 2x);
     padded rows and table entries point at the cache's scratch block (the last one, never handed to a request),
-    which padded rows write at position 0 and no real row can see (its keys sit past every real position)."""
+    which padded rows write at position 0 and no real row can see (its keys sit past every real position).
 
-    def __init__(self, model: ARDecoder, cache: PagedKVCache, compile_mode: str | None = None) -> None:
+    `cuda_graph` captures each bucket by hand (torch.cuda.CUDAGraph over static input buffers, one shared memory
+    pool), around the eager forward or an Inductor-compiled one (`compile_mode` without cudagraphs, e.g.
+    "default"): the forward has no host sync and no data-dependent shape, so a replay is the whole step."""
+
+    def __init__(
+        self, model: ARDecoder, cache: PagedKVCache, compile_mode: str | None = None, cuda_graph: bool = False
+    ) -> None:
         self.model = model
         self.cache = cache
         self.scratch = cache.num_blocks - 1
@@ -194,6 +201,11 @@ class StaticDecodeStep:
         if compile_mode is not None:
             fn = torch.compile(fn, mode=compile_mode, fullgraph=True, dynamic=False)
         self._fn = fn
+        if cuda_graph and cache.k.device.type != "cuda":
+            raise ValueError("cuda_graph needs the cache on a CUDA device")
+        self.cuda_graph = cuda_graph
+        self._graphs: dict[tuple[int, int], tuple[torch.cuda.CUDAGraph, Tensor, Tensor, Tensor, Tensor]] = {}
+        self._pool: Any = None  # torch.cuda graph pool handle, shared by every bucket's graph
 
     def _forward(self, last: Tensor, positions: Tensor, tables: Tensor) -> Tensor:
         return self.model.forward_paged(self.model.code_embeddings(last), positions, self.cache, tables)
@@ -217,7 +229,35 @@ class StaticDecodeStep:
         rows = [b + [self.scratch] * (width - len(b)) for b in blocks]
         rows += [[self.scratch] * width] * pad
         tables = torch.tensor(rows, dtype=torch.long, device=dev)
-        return self._fn(last_t, pos_t, tables)[:n]
+        if not self.cuda_graph:
+            return self._fn(last_t, pos_t, tables)[:n]
+        graph, s_last, s_pos, s_tables, out = self._graphs.get((size, width)) or self._capture(last_t, pos_t, tables)
+        s_last.copy_(last_t)
+        s_pos.copy_(pos_t)
+        s_tables.copy_(tables)
+        graph.replay()
+        return out[:n].clone()  # the graph's output buffer is overwritten by the next replay
+
+    def _capture(
+        self, last: Tensor, positions: Tensor, tables: Tensor
+    ) -> tuple[torch.cuda.CUDAGraph, Tensor, Tensor, Tensor, Tensor]:
+        # warm-up on a side stream (compiles, autotunes, allocates), then capture; both write the same keys and
+        # values to the same slots as the replay that follows, so running them is harmless
+        static = (last.clone(), positions.clone(), tables.clone())
+        side = torch.cuda.Stream(device=last.device)
+        side.wait_stream(torch.cuda.current_stream(last.device))
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                self._fn(*static)
+        torch.cuda.current_stream(last.device).wait_stream(side)
+        if self._pool is None:
+            self._pool = torch.cuda.graph_pool_handle()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self._pool):
+            out = self._fn(*static)
+        entry = (graph, *static, out)
+        self._graphs[(last.shape[0], tables.shape[1])] = entry
+        return entry
 
 
 class ARRunner:
@@ -317,13 +357,15 @@ class ARDecodeEngine:
         dtype: torch.dtype = torch.float32,
         static: bool = False,
         compile_mode: str | None = None,
+        cuda_graph: bool = False,
     ) -> None:
         """`static` pads decode steps to fixed shapes (StaticDecodeStep; the cache gets one extra scratch block);
-        `compile_mode` (e.g. "reduce-overhead" on CUDA) compiles that step."""
+        `compile_mode` (e.g. "reduce-overhead", or "default" with `cuda_graph`) compiles that step and
+        `cuda_graph` captures it per bucket (CUDA only)."""
         device = next(model.parameters()).device
         self.cache = PagedKVCache(model.config, num_blocks + int(static), block_size, device, dtype)
         self.scheduler = ARScheduler(num_blocks, block_size, max_batch, model.config.max_positions)
-        step = StaticDecodeStep(model.eval(), self.cache, compile_mode) if static else None
+        step = StaticDecodeStep(model.eval(), self.cache, compile_mode, cuda_graph) if static else None
         self.runner = ARRunner(model.eval(), self.cache, step)
         self.requests: dict[str, ARRequest] = {}
 

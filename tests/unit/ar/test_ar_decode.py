@@ -3,6 +3,8 @@ token-count duration control, the block allocator and seeded on-device sampling.
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -181,3 +183,19 @@ def test_static_padded_decode_step_matches_the_dynamic_one(model: ARDecoder) -> 
     assert static == dynamic
     assert static_engine.cache.num_blocks == 41  # the scratch block is the pool's last
     assert len(static_engine.scheduler.allocator.free) == 40
+
+
+def test_cuda_graph_capture_needs_a_cuda_cache(model: ARDecoder) -> None:
+    with pytest.raises(ValueError, match="cuda_graph needs the cache on a CUDA device"):
+        ARDecodeEngine(model, num_blocks=8, block_size=4, static=True, cuda_graph=True)
+
+
+def test_a_bfloat16_model_decodes_with_float_conditions(model: ARDecoder) -> None:
+    # conditions arrive as float32 lists; a half-precision model must cast them, not fail on the dtype
+    half = copy.deepcopy(model).to(torch.bfloat16)
+    c = model.config
+    out = ARDecodeEngine(half, num_blocks=40, block_size=4, dtype=torch.bfloat16, static=True).generate(
+        [_request(0, 4, c, token_count=5, sampling=GREEDY)]
+    )
+    assert len(out["r0"]) == 5
+    assert all(0 <= t < c.n_codes for t in out["r0"])
