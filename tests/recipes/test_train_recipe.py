@@ -144,3 +144,39 @@ def test_ar_family_trainers_run_resume_and_snapshot(packed: Path, tmp_path: Path
     out = ARDecodeEngine(gpt, num_blocks=16, block_size=8).generate([ARRequest("a", [5, 6, 7], [0.0] * 384, 9)])
     assert len(out["a"]) == 9 and all(0 <= t < 32 for t in out["a"])
     assert torch.isfinite(next(gpt.parameters())).all()
+
+
+def test_export_ar_builds_a_servable_model_directory(packed: Path, tmp_path: Path) -> None:
+    """`rtvox train export-ar` from codec, GPT and vocoder snapshots (random weights: the trainers' own runs are
+    pinned above) gives a directory the Synthesizer loads as the AR family and speaks with."""
+    from typer.testing import CliRunner
+
+    from rtvox.cli import app
+    from rtvox.models.ar import ARDecoder
+    from rtvox.models.ar_bundle import ARBundle
+    from rtvox.models.codec import CodecConfig, MelCodec
+    from rtvox.models.emotion import EmotionConfig, EmotionTable
+    from rtvox.models.vocoder import build_vocoder, vocoder_preset
+    from rtvox.runtime.synthesizer import Synthesizer
+    from rtvox.training.ar import ar_config
+    from rtvox.training.checkpoint import save_snapshot
+
+    save_snapshot(
+        tmp_path / "codec", {"codec": MelCodec(CodecConfig.preset("tiny"))}, {"preset": "tiny", "kind": "codec"}
+    )
+    gpt, table = ARDecoder(ar_config("tiny", 32)), EmotionTable(EmotionConfig())
+    save_snapshot(tmp_path / "ar", {"ar": gpt, "emotion_table": table}, {"preset": "tiny", "kind": "ar", "n_codes": 32})
+    save_snapshot(tmp_path / "voc", {"vocoder": build_vocoder(vocoder_preset("vocos-tiny"))}, {"preset": "vocos-tiny"})
+    voices = tmp_path / "voices.json"
+    spec = {"default": "b", "voices": [{"name": "a", "speaker": "zh_f_a"}, {"name": "b", "speaker": "en_m_b"}]}
+    voices.write_text(json.dumps(spec), "utf-8")
+    args = ["train", "export-ar", "--codec", str(tmp_path / "codec"), "--ar", str(tmp_path / "ar")]
+    args += ["--vocoder", str(tmp_path / "voc"), "--data", str(packed), "--voices", str(voices)]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "m"), "--name", "ar-test", "--version", "0.0.1"])
+    assert result.exit_code == 0, result.output
+    bundle = ARBundle.load(tmp_path / "m")
+    assert (bundle.config.name, bundle.config.version, bundle.config.default_voice) == ("ar-test", "0.0.1", "b")
+    assert bundle.config.skip_symbols == ("#1", "#2") and bundle.config.vocoder.family == "vocos"
+    synth = Synthesizer(tmp_path / "m", device="cpu", voices_dir=tmp_path / "clones")
+    audio = synth.synthesize("你好，world。", duration=1.0).audio
+    assert audio.size == round(1.0 * SAMPLE_RATE / 256) * 256 and np.isfinite(audio).all()

@@ -1,4 +1,4 @@
-"""The model directory format and its loader.
+"""The model directory format and its loader (the default family; the autoregressive one's is models/ar_bundle.py).
 
     models/<name>/
       config.json              ModelConfig: name, version, audio constants, vocab size, per-component configs
@@ -115,12 +115,7 @@ class ModelConfig:
 
     def check_constants(self) -> None:
         """The model must use rtvox's audio constants (everything downstream assumes them)."""
-        for key, want in (("sample_rate", SAMPLE_RATE), ("hop_length", HOP_LENGTH), ("n_mels", N_MELS)):
-            if getattr(self, key) != want:
-                raise ModelError(
-                    f"{CONFIG_NAME}: {key}={getattr(self, key)} but this rtvox works at {key}={want}; "
-                    "use a model trained for these audio settings"
-                )
+        check_audio_constants(self)
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -131,25 +126,41 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
-        data = dict(data)
-        known = {f.name for f in dataclasses.fields(cls)}
-        missing = sorted({"name", "version", "vocab_size", "acoustic", "vocoder", "emotion"} - set(data))
-        unknown = sorted(set(data) - known)
-        if missing or unknown:
-            raise ModelError(f"{CONFIG_NAME}: missing keys {missing}, unknown keys {unknown}; {_FIX}")
-        if data.get("format_version", FORMAT_VERSION) > FORMAT_VERSION:
-            raise ModelError(f"{CONFIG_NAME}: format_version {data['format_version']} is newer; upgrade rtvox")
+        data = check_config_keys(cls, data, {"name", "version", "vocab_size", "acoustic", "vocoder", "emotion"})
         data["acoustic"] = AcousticConfig.from_dict(data["acoustic"])
         data["vocoder"] = vocoder_config_from_dict(data["vocoder"])
         data["emotion"] = EmotionConfig.from_dict(data["emotion"])
-        skip = data.get("skip_symbols", ())
-        if not isinstance(skip, list | tuple) or not all(isinstance(x, str) for x in skip):
-            raise ModelError(f"{CONFIG_NAME}: skip_symbols must be a list of phoneme symbols; {_FIX}")
-        data["skip_symbols"] = tuple(skip)
         try:
             return cls(**data)
         except (TypeError, ValueError) as e:
             raise ModelError(f"{CONFIG_NAME} is inconsistent: {e}") from e
+
+
+def check_audio_constants(config: Any) -> None:
+    """A model config (any family) must use rtvox's audio constants: everything downstream assumes them."""
+    for key, want in (("sample_rate", SAMPLE_RATE), ("hop_length", HOP_LENGTH), ("n_mels", N_MELS)):
+        if getattr(config, key) != want:
+            raise ModelError(
+                f"{CONFIG_NAME}: {key}={getattr(config, key)} but this rtvox works at {key}={want}; "
+                "use a model trained for these audio settings"
+            )
+
+
+def check_config_keys(cls: type, data: dict[str, Any], required: set[str]) -> dict[str, Any]:
+    """The checks every family's config.json shares (required and unknown keys, format version, skip_symbols);
+    returns a copy of `data` with skip_symbols as a tuple, component configs still raw."""
+    data = dict(data)
+    missing = sorted(required - set(data))
+    unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
+    if missing or unknown:
+        raise ModelError(f"{CONFIG_NAME}: missing keys {missing}, unknown keys {unknown}; {_FIX}")
+    if data.get("format_version", FORMAT_VERSION) > FORMAT_VERSION:
+        raise ModelError(f"{CONFIG_NAME}: format_version {data['format_version']} is newer; upgrade rtvox")
+    skip = data.get("skip_symbols", ())
+    if not isinstance(skip, list | tuple) or not all(isinstance(x, str) for x in skip):
+        raise ModelError(f"{CONFIG_NAME}: skip_symbols must be a list of phoneme symbols; {_FIX}")
+    data["skip_symbols"] = tuple(skip)
+    return data
 
 
 # ---------------------------------------------------------------------------------------------- file helpers
@@ -340,6 +351,11 @@ class ModelBundle:
         raw = _read_json(directory / CONFIG_NAME)
         if not isinstance(raw, dict):
             raise ModelError(f"{directory / CONFIG_NAME} must hold a JSON object; {_FIX}")
+        if "family" in raw:
+            raise ModelError(
+                f"{directory} holds a {raw['family']!r}-family model, not the default family; load it with "
+                "rtvox.models.ar_bundle.load_bundle (the Synthesizer does)"
+            )
         config = ModelConfig.from_dict(raw)
         config.check_constants()
         vocab = _read_json(directory / VOCAB_NAME)
@@ -384,15 +400,12 @@ class ModelBundle:
         """Write this bundle as a model directory (fp16 weights, atomic files); returns the directory."""
         directory = Path(path)
         directory.mkdir(parents=True, exist_ok=True)
-        if sorted(self.voices) != sorted(m["name"] for m in self.voices_meta):
-            raise ModelError("voices and voices_meta name different voices; give every voice one metadata entry")
+        save_voices(directory, self.voices, self.voices_meta, max_file_bytes)
         save_weights(directory, "acoustic", self.acoustic.state_dict(), max_file_bytes)
         save_weights(directory, "vocoder", self.vocoder.inference_state_dict(), max_file_bytes)
         emotion = {f"encoder.{k}": v for k, v in self.emotion_encoder.state_dict().items()}
         emotion |= {f"table.{k}": v for k, v in self.emotion_table.state_dict().items()}
         save_weights(directory, "emotion", emotion, max_file_bytes)
-        save_weights(directory, "voices", {k: v.reshape(-1) for k, v in self.voices.items()}, max_file_bytes)
-        _write_json(directory / VOICES_META_NAME, {"voices": self.voices_meta})
         _write_json(directory / VOCAB_NAME, self.vocab)
         atomic_write_bytes(directory / CARD_NAME, (self.model_card or self._default_card()).encode("utf-8"))
         # Written last, so a fresh directory that has config.json is complete.
@@ -407,6 +420,14 @@ class ModelBundle:
             f"rtvox FastSpeech2 + HiFi-GAN model, {SAMPLE_RATE} Hz. Parameters: {counts}.\n\n"
             f"Built-in voices: {voices}. Emotions: {', '.join(EMOTIONS)}.\n"
         )
+
+
+def save_voices(directory: Path, voices: dict[str, Tensor], meta: list[dict[str, Any]], max_bytes: int) -> None:
+    """voices.safetensors (one embedding per voice) + voices.json (their metadata, in listing order)."""
+    if sorted(voices) != sorted(m["name"] for m in meta):
+        raise ModelError("voices and voices_meta name different voices; give every voice one metadata entry")
+    save_weights(directory, "voices", {k: v.reshape(-1) for k, v in voices.items()}, max_bytes)
+    _write_json(directory / VOICES_META_NAME, {"voices": meta})
 
 
 def _load_voices(directory: Path, device: torch.device, dtype: torch.dtype) -> tuple[dict[str, Tensor], list[Any]]:
@@ -450,6 +471,15 @@ def infer_vocab_size(vocab: dict[str, Any]) -> int:
     raise InputError("cannot tell the vocabulary size from this vocab dict; pass vocab_size=", param="vocab_size")
 
 
+def random_voices(voices: dict[str, dict[str, Any]] | None) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
+    """Test voices (default: two): a random non-negative unit-norm embedding each, like GE2E's, from the current
+    RNG, and their metadata entries."""
+    voices = voices if voices is not None else _DEFAULT_VOICES
+    embeddings = {name: torch.nn.functional.normalize(torch.randn(SPEAKER_EMBED_DIM).abs(), dim=0) for name in voices}
+    meta = [{"name": name, "default_emotion": "neutral", **info} for name, info in voices.items()]
+    return embeddings, meta
+
+
 def make_random_bundle(
     path: str | os.PathLike[str],
     preset: str = "tiny",
@@ -469,17 +499,13 @@ def make_random_bundle(
         vocab = {"symbols": ["<pad>", *(f"p{i}" for i in range(1, vocab_size or 64))]}
     size = vocab_size if vocab_size is not None else infer_vocab_size(vocab)
     config = ModelConfig.preset(preset, vocab_size=size, name=f"rtvox-random-{preset}")
-    voices = voices if voices is not None else _DEFAULT_VOICES
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         acoustic = AcousticModel(config.acoustic).eval()
         vocoder = build_vocoder(config.vocoder).eval()
         encoder = EmotionEncoder(config.emotion).eval()
         table = EmotionTable(config.emotion).eval()
-        embeddings = {
-            name: torch.nn.functional.normalize(torch.randn(SPEAKER_EMBED_DIM).abs(), dim=0) for name in voices
-        }
-    meta = [{"name": name, "default_emotion": "neutral", **info} for name, info in voices.items()]
+        embeddings, meta = random_voices(voices)
     card = f"# {config.name}\n\nRandom weights for tests and CI (seed {seed}); it does not speak.\n"
     bundle = ModelBundle(config, acoustic, vocoder, encoder, table, embeddings, meta, vocab, model_card=card)
     return ModelBundle.load(bundle.save(path))

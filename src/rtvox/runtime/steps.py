@@ -95,6 +95,18 @@ def encode_inputs(
     return tuple(t.to(device) for t in (phonemes, mask, cond, speed, target, pitch, energy))
 
 
+def allocate_frames(natural: list[int], total: int) -> list[int]:
+    """Split `total` frames over chunks in proportion to their natural lengths (largest remainder, exact sum)."""
+    weights = np.asarray(natural, dtype=np.float64)
+    if weights.sum() <= 0:
+        weights = np.ones_like(weights)
+    exact = weights / weights.sum() * total
+    frames = np.floor(exact).astype(np.int64)
+    order = np.argsort(-(exact - frames), kind="stable")
+    frames[order[: total - int(frames.sum())]] += 1
+    return [int(f) for f in frames]
+
+
 def natural_frames(
     engines: Mapping[str, Engine], chunks: Sequence[Sequence[int]], cond: torch.Tensor, request: SynthesisRequest
 ) -> list[int]:

@@ -18,11 +18,20 @@ from rtvox.engines import Engine
 from rtvox.engines.build import build_engines as build_engine_set
 from rtvox.engines.build import parse_dtype
 from rtvox.errors import AudioInputError, InputError, ModelError, TextError
+from rtvox.models.ar_bundle import ARBundle, load_bundle
 from rtvox.models.bundle import ModelBundle
 from rtvox.models.emotion import fuse_condition
 from rtvox.models.speaker import SpeakerEncoder, default_speaker_encoder_dir
+from rtvox.runtime.ar_steps import ARChunkStep, check_request
 from rtvox.runtime.cache import EmbeddingCache
-from rtvox.runtime.steps import ChunkJob, PreparedChunk, PreparedRequest, natural_frames, run_chunk_step
+from rtvox.runtime.steps import (
+    ChunkJob,
+    PreparedChunk,
+    PreparedRequest,
+    allocate_frames,
+    natural_frames,
+    run_chunk_step,
+)
 from rtvox.runtime.streaming import context_frames_for
 from rtvox.runtime.types import AudioChunk, SynthesisRequest, SynthesisResult, Voice
 from rtvox.runtime.voices import VoiceStore, validate_voice_name
@@ -53,22 +62,10 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
-def allocate_frames(natural: list[int], total: int) -> list[int]:
-    """Split `total` frames over chunks in proportion to their natural lengths (largest remainder, exact sum)."""
-    weights = np.asarray(natural, dtype=np.float64)
-    if weights.sum() <= 0:
-        weights = np.ones_like(weights)
-    exact = weights / weights.sum() * total
-    frames = np.floor(exact).astype(np.int64)
-    order = np.argsort(-(exact - frames), kind="stable")
-    frames[order[: total - int(frames.sum())]] += 1
-    return [int(f) for f in frames]
-
-
 class Synthesizer:
-    """Turns requests into audio. Owns the loaded model bundle, the engines built from it, the text frontend,
-    the voice store and the speaker encoder used for cloning. One instance serves many requests; it is not
-    thread-safe (the runtime's executor gives it one thread).
+    """Turns requests into audio. Owns the loaded model bundle (either family), the engines built from it (the
+    AR family: its decode engine), the text frontend, the voice store and the speaker encoder used for cloning.
+    One instance serves many requests; it is not thread-safe (the runtime's executor gives it one thread).
     """
 
     def __init__(
@@ -86,7 +83,7 @@ class Synthesizer:
         self.device = resolve_device(device)
         self.backend = backend
         self.dtype = parse_dtype(dtype)  # compute precision of compiled engines (eager and onnx run fp32)
-        self.bundle = ModelBundle.load(self.model_dir, device=self.device, dtype=torch.float32)
+        self.bundle = load_bundle(self.model_dir, device=self.device, dtype=torch.float32)
         self.vocab = Vocabulary.from_dict(self.bundle.vocab)
         self.frontend = Frontend(lexicon=lexicon)
         self.voices = VoiceStore(self._builtin_voices(), clones_dir=voices_dir)
@@ -98,6 +95,7 @@ class Synthesizer:
         # Windows of the streamed vocoder need at least the vocoder's receptive field of context on each side.
         self.vocoder_context_frames = context_frames_for(self.bundle.vocoder)
         self.engines: dict[str, Engine] = {}
+        self._ar_step: ARChunkStep | None = None
         self.build_engines()
 
     # ------------------------------------------------------------------ setup helpers
@@ -158,12 +156,19 @@ class Synthesizer:
 
     def embed_emotion(self, reference: np.ndarray) -> np.ndarray:
         """Emotion embedding [E] of a reference clip (float32 mono at SAMPLE_RATE), cached by a hash of its samples."""
+        bundle = self.bundle
+        if not isinstance(bundle, ModelBundle):
+            raise InputError(
+                "this model (autoregressive family) has no emotion encoder, so it cannot take an emotion reference "
+                "clip; give an emotion label instead",
+                param="emotion_reference",
+            )
         wav = np.ascontiguousarray(reference, dtype=np.float32)
 
         def compute() -> np.ndarray:
             with torch.inference_mode():
                 mel = self._mel(torch.from_numpy(wav).to(self.device)[None])
-                emotion, _ = self.bundle.emotion_encoder(mel)
+                emotion, _ = bundle.emotion_encoder(mel)
             return emotion[0].float().cpu().numpy()
 
         return self.embedding_cache.get_or_compute(self.emotion_cache_ns, wav.tobytes(), compute)
@@ -221,7 +226,8 @@ class Synthesizer:
     def prepare(self, request: SynthesisRequest) -> PreparedRequest:
         """Frontend + condition (+ the split of a target duration over chunks): everything before the chunk steps.
 
-        Raises TextError when the text has nothing to speak. Runs acoustic_encode once when `duration` is set.
+        Raises TextError when the text has nothing to speak, InputError for what the model's family cannot do.
+        Runs acoustic_encode once when `duration` is set (default family).
         """
         front = self.frontend.process(request.text)
         if not front.chunks:
@@ -236,24 +242,38 @@ class Synthesizer:
         ids = [i for i, _ in encoded]
         targets = [0] * len(ids)
         if request.duration is not None:
-            # Exact total length: learn each chunk's natural length first, then share the target among them.
-            natural = natural_frames(self.engines, ids, cond, request)
+            # Exact total length: share the target among chunks by their natural lengths (an AR model's are unknown
+            # before generation: phoneme counts stand in for them).
+            if isinstance(self.bundle, ARBundle):
+                natural = [len(i) for i in ids]
+            else:
+                natural = natural_frames(self.engines, ids, cond, request)
             targets = allocate_frames(natural, round(request.duration * FRAMES_PER_SECOND))
         chunks = tuple(
             PreparedChunk(text=c.text, phonemes=c.phonemes, ids=tuple(i), target_frames=t, positions=pos)
             for c, (i, pos), t in zip(front.chunks, encoded, targets, strict=True)
         )
-        return PreparedRequest(request=request, normalized=front.normalized, chunks=chunks, cond=cond)
+        prepared = PreparedRequest(request=request, normalized=front.normalized, chunks=chunks, cond=cond)
+        if isinstance(self.bundle, ARBundle):
+            check_request(self.bundle, prepared)
+        return prepared
 
     def run_step(self, jobs: Sequence[ChunkJob]) -> list[AudioChunk]:
         """One batched chunk step on this synthesizer's engines (jobs prepared elsewhere are moved here)."""
+        if self._ar_step is not None:
+            return self._ar_step(jobs)
         return run_chunk_step(self.engines, jobs, self.device, context_frames=self.vocoder_context_frames)
 
     def build_engines(self) -> None:
         """(Re)build every engine from the loaded weights: at load, and to recover an engine after a fault.
 
         Through the engines' builder: the on-disk engine cache, warm-up of every shape bucket, and for
-        backend "auto" the fastest verified backend of the device with a per-module fallback to eager."""
+        backend "auto" the fastest verified backend of the device with a per-module fallback to eager. The AR
+        family has one engine of its own (`backend` does not apply): a continuous-batching decoder, CUDA graphs
+        on GPU."""
+        if isinstance(self.bundle, ARBundle):
+            self._ar_step = ARChunkStep(self.bundle, self.device, self.vocoder_context_frames)
+            return
         built = build_engine_set(self.bundle, self.backend, self.device, self.dtype)
         self.engines = built  # swapped whole, so a reader never sees a half-built set
 

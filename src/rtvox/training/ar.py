@@ -34,6 +34,7 @@ from rtvox.training.data import AcousticSet, LengthBatcher, collate_acoustic, dr
 
 P_FREE_LENGTH = 0.3  # rows trained without a token count
 P_NO_EMOTION = 0.1
+SKIP_SYMBOLS = (WORD, PHRASE)  # boundaries the GPT never sees (a model directory's skip_symbols)
 
 
 @dataclass
@@ -115,7 +116,13 @@ def _loop(
 
 def _data(run: ARRun) -> AcousticSet:
     vocab = Vocabulary.default()
-    return drop_ids(load_acoustic(run.data), {vocab.id(WORD), vocab.id(PHRASE)})
+    return drop_ids(load_acoustic(run.data), {vocab.id(s) for s in SKIP_SYMBOLS})
+
+
+def ar_config(preset: str, n_codes: int) -> ARConfig:
+    """The GPT's config for a preset over a codec of `n_codes` codes (the emotion table is EmotionConfig())."""
+    cond_dim = EmotionConfig().cond_dim
+    return ARConfig.preset(preset, text_vocab=len(Vocabulary.default()), n_codes=n_codes, cond_dim=cond_dim)
 
 
 def _segments(
@@ -166,12 +173,8 @@ def train_ar(run: ARRun) -> dict[str, Any]:
     codec = MelCodec(CodecConfig.preset(codec_progress.get("preset", "base")))
     load_snapshot(run.codec, {"codec": codec})
     codec.to(device).eval().requires_grad_(False)
-    vocab = Vocabulary.default()
-    emotion_config = EmotionConfig()
-    config = ARConfig.preset(
-        run.preset, text_vocab=len(vocab), n_codes=codec.config.n_codes, cond_dim=256 + emotion_config.embed_dim
-    )
-    gpt, table = ARDecoder(config), EmotionTable(emotion_config)
+    config = ar_config(run.preset, codec.config.n_codes)
+    gpt, table = ARDecoder(config), EmotionTable(EmotionConfig())
     ds = codec.config.downsample
     batcher = LengthBatcher(data.mel_lengths, run.batch_frames, run.seed)
 

@@ -192,3 +192,23 @@ def export(
 
     bundle = export_bundle(acoustic_snapshot, vocoder_snapshot, data, voices, out, name=name, version=version)
     typer.echo(f"wrote {out} ({', '.join(bundle.voices)})")
+
+
+@train_app.command("export-ar")
+def export_ar(
+    codec_snapshot: Annotated[Path, typer.Option("--codec", help="snapshot folder of the codec (rtvox train codec)")],
+    ar_snapshot: Annotated[Path, typer.Option("--ar", help="snapshot folder of the GPT (rtvox train ar)")],
+    vocoder_snapshot: Annotated[Path, typer.Option("--vocoder")],
+    data: DataOpt,
+    voices: Annotated[Path, typer.Option("--voices", help="JSON: built-in voice names -> corpus speakers")],
+    out: Annotated[Path, typer.Option("--out")],
+    name: Annotated[str, typer.Option("--name")] = "rtvox-ar",
+    version: Annotated[str, typer.Option("--version")] = "0.1.0",
+) -> None:
+    """Build an autoregressive-family model directory (fp16 safetensors, voices, config) from snapshots."""
+    from rtvox.training.export_ar import export_ar_bundle
+
+    bundle = export_ar_bundle(
+        codec_snapshot, ar_snapshot, vocoder_snapshot, data, voices, out, name=name, version=version
+    )
+    typer.echo(f"wrote {out} ({', '.join(bundle.voices)})")

@@ -39,6 +39,22 @@ def speaker_means(data_dir: Path) -> dict[str, np.ndarray]:
     return out
 
 
+def builtin_voices(data_dir: Path, voices_file: Path) -> tuple[dict[str, torch.Tensor], list[dict[str, Any]], str]:
+    """The built-in voices of `voices_file` (JSON: {"default": name, "voices": [{name, speaker, ...}]}) from the
+    corpus speakers' mean embeddings: (name -> embedding, voices.json entries, default voice name)."""
+    spec: dict[str, Any] = json.loads(voices_file.read_text(encoding="utf-8"))
+    means = speaker_means(data_dir)
+    voices: dict[str, torch.Tensor] = {}
+    meta: list[dict[str, Any]] = []
+    for entry in spec["voices"]:
+        speaker = entry["speaker"]
+        if speaker not in means:
+            raise InputError(f"voice {entry['name']!r}: corpus speaker {speaker!r} is not in {data_dir}")
+        voices[entry["name"]] = torch.from_numpy(means[speaker])
+        meta.append({k: v for k, v in entry.items() if k != "speaker"} | {"description": entry.get("description", "")})
+    return voices, meta, spec.get("default", meta[0]["name"])
+
+
 def export_bundle(
     acoustic_snapshot: Path,
     vocoder_snapshot: Path,
@@ -63,17 +79,8 @@ def export_bundle(
     load_snapshot(acoustic_snapshot, modules)
     vocoder = build_vocoder(config.vocoder)
     load_snapshot(vocoder_snapshot, {"vocoder": vocoder})
-    spec: dict[str, Any] = json.loads(voices_file.read_text(encoding="utf-8"))
-    means = speaker_means(data_dir)
-    voices: dict[str, torch.Tensor] = {}
-    meta: list[dict[str, Any]] = []
-    for entry in spec["voices"]:
-        speaker = entry["speaker"]
-        if speaker not in means:
-            raise InputError(f"voice {entry['name']!r}: corpus speaker {speaker!r} is not in {data_dir}")
-        voices[entry["name"]] = torch.from_numpy(means[speaker])
-        meta.append({k: v for k, v in entry.items() if k != "speaker"} | {"description": entry.get("description", "")})
-    config = dataclasses.replace(config, default_voice=spec.get("default", meta[0]["name"]))
+    voices, meta, default = builtin_voices(data_dir, voices_file)
+    config = dataclasses.replace(config, default_voice=default)
     bundle = ModelBundle(
         config,
         modules["acoustic"].eval(),  # type: ignore[arg-type]

@@ -1,0 +1,155 @@
+"""The autoregressive family's side of the Synthesizer: what it cannot do, and its batched chunk step (the default
+family's is rtvox.runtime.steps.run_chunk_step; both take the same ChunkJobs and return the same AudioChunks).
+
+One step: every job becomes one ARRequest (the chunk's model ids, the request's condition, an exact token count
+when the request has a target duration, else a free length with a generous cap); all of them go through one
+`ARDecodeEngine.generate` (continuous batching: rows join and leave the decode batch at step boundaries); the codec
+turns each row's codes into a mel in the row's voice; the mel is resampled to its exact length (the chunk's target,
+or the generated length divided by `speed`: the GPT has no duration predictor to scale); `vocode_batched` vocodes
+all rows over overlapping windows. Sampling noise is a counter hash of (seed, step, token), so a row's audio does
+not depend on what it is batched with.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from rtvox.constants import FRAMES_PER_SECOND, SPEAKER_EMBED_DIM
+from rtvox.errors import InputError
+from rtvox.models.ar_bundle import ARBundle
+from rtvox.models.sampling import SamplingParams
+from rtvox.runtime.ar import ARDecodeEngine, ARRequest
+from rtvox.runtime.steps import SECONDS_PER_PHONEME_ESTIMATE, ChunkJob, PreparedRequest, allocate_frames
+from rtvox.runtime.streaming import vocode_batched
+from rtvox.runtime.types import AudioChunk
+
+BLOCK_SIZE = 16  # tokens per KV-cache block
+MAX_BATCH = 64  # sequences decoded together; a step with more jobs admits the rest as rows finish
+# KV-cache rows, each sized for the model's whole context (max_positions), so any admitted request's budget fits:
+# a full decode batch on CUDA; fewer on the CPU, where memory is tight (a base-preset fp32 row is ~150 MB) and two
+# cores gain little from width; requests beyond the cache wait in the engine's queue for blocks to free.
+CACHE_ROWS_CUDA = MAX_BATCH
+CACHE_ROWS_CPU = 8
+FREE_LENGTH_MARGIN = 2.0  # free length's cap: this many times the (already long) per-phoneme time estimate
+DEFAULT_SEED = 0  # a request without a seed: the same text gives the same audio, as in the default family
+
+
+def check_request(bundle: ARBundle, prepared: PreparedRequest) -> None:
+    """InputError (HTTP 400) for what the AR family cannot honour: pitch and energy scales (it predicts no
+    contours to scale) and chunks whose prompt + codes exceed the model's context."""
+    request = prepared.request
+    for name in ("pitch_scale", "energy_scale"):
+        if getattr(request, name) != 1.0:
+            raise InputError(
+                f"{name} is not supported by this model (autoregressive family: it predicts no pitch or energy "
+                f"contour to scale); leave {name} at 1 or use a default-family model",
+                param=name,
+            )
+    for index in range(len(prepared.chunks)):
+        ar_request(bundle, ChunkJob(prepared, index), request_id=str(index))
+
+
+def ar_request(bundle: ARBundle, job: ChunkJob, request_id: str) -> ARRequest:
+    """The decode request of one chunk: an exact token count for a target duration, else a capped free length."""
+    chunk, request = job.prepared.chunks[job.index], job.prepared.request
+    config, downsample = bundle.config.ar, bundle.config.codec.downsample
+    room = config.max_positions - (len(chunk.ids) + 3)  # positions left after [cond, count, phonemes, bos]
+    estimate = len(chunk.ids) * SECONDS_PER_PHONEME_ESTIMATE * FREE_LENGTH_MARGIN * FRAMES_PER_SECOND / downsample
+    out = ARRequest(
+        request_id,
+        chunk.ids,
+        job.prepared.cond[0].tolist(),
+        token_count=max(1, round(chunk.target_frames / downsample)) if request.duration is not None else None,
+        max_new_tokens=max(1, min(room, math.ceil(estimate))),
+        sampling=SamplingParams(seed=request.seed if request.seed is not None else DEFAULT_SEED),
+    )
+    if out.prompt_len + out.budget > config.max_positions:
+        raise InputError(
+            f"chunk {job.index} needs {out.prompt_len} prompt and {out.budget} code positions, over this model's "
+            f"{config.max_positions}; ask for a shorter duration or send less text per request",
+            param="duration" if request.duration is not None else "input",
+        )
+    return out
+
+
+def fit_frames(mel: Tensor, frames: int) -> Tensor:
+    """mel [80, T] -> [80, frames] by linear interpolation: codes come in steps of `downsample` frames and their
+    count is the model's choice, so exact lengths (targets, speed) are met by resampling the mel."""
+    if frames in (0, mel.shape[-1]):
+        return mel[:, :frames]
+    return F.interpolate(mel[None], size=frames, mode="linear", align_corners=False)[0]
+
+
+class ARChunkStep:
+    """Runs the AR family's batched chunk steps. Owns the decode engine (paged KV cache; on CUDA fixed-shape decode
+    steps captured as CUDA graphs around eager kernels, so loading compiles nothing); uses the bundle's codec and
+    vocoder. Built, and rebuilt after a fault, by Synthesizer.build_engines."""
+
+    def __init__(self, bundle: ARBundle, device: torch.device, context_frames: int) -> None:
+        self.bundle = bundle
+        self.device = device
+        self.context_frames = context_frames
+        self.decoder = self._new_decoder()
+
+    def _new_decoder(self) -> ARDecodeEngine:
+        cuda = self.device.type == "cuda"
+        rows = CACHE_ROWS_CUDA if cuda else CACHE_ROWS_CPU
+        return ARDecodeEngine(
+            self.bundle.ar,
+            num_blocks=rows * math.ceil(self.bundle.config.ar.max_positions / BLOCK_SIZE),
+            block_size=BLOCK_SIZE,
+            max_batch=MAX_BATCH,
+            static=cuda,
+            cuda_graph=cuda,
+            compile_mode=None,
+        )
+
+    @torch.no_grad()
+    def __call__(self, jobs: Sequence[ChunkJob]) -> list[AudioChunk]:
+        """One AudioChunk per job, in order; pure with respect to the jobs, like run_chunk_step."""
+        if not jobs:
+            return []
+        requests = [ar_request(self.bundle, job, request_id=str(row)) for row, job in enumerate(jobs)]
+        try:
+            codes = self.decoder.generate(requests)
+        except BaseException:
+            # a step cut short leaves its requests in the engine's queues: start the next step from a clean one
+            self.decoder = self._new_decoder()
+            raise
+        mels = [self._mel(job, codes[r.request_id]) for job, r in zip(jobs, requests, strict=True)]
+        audio = vocode_batched(self.bundle.vocoder, mels, context_frames=self.context_frames)
+        out = []
+        for job, mel, wav in zip(jobs, mels, audio, strict=True):
+            chunk = job.prepared.chunks[job.index]
+            # No per-phoneme durations in this family: the chunk's frames are spread evenly over its model
+            # phonemes (skipped symbols keep 0), so word timestamps are approximate rather than missing.
+            spread = allocate_frames([1] * len(chunk.ids), mel.shape[-1])
+            out.append(
+                AudioChunk(
+                    index=job.index,
+                    audio=np.ascontiguousarray(wav, dtype=np.float32),
+                    text=chunk.text,
+                    is_last=job.index == len(job.prepared.chunks) - 1,
+                    phonemes=chunk.phonemes,
+                    durations=chunk.phoneme_durations(spread),
+                )
+            )
+        return out
+
+    def _mel(self, job: ChunkJob, codes: list[int]) -> Tensor:
+        """The row's codes in its voice -> mel [80, frames] at the chunk's exact length."""
+        chunk, request = job.prepared.chunks[job.index], job.prepared.request
+        codec = self.bundle.codec
+        if codes:
+            speaker = job.prepared.cond[:, :SPEAKER_EMBED_DIM].to(self.device)
+            mel = codec.decode(torch.tensor([codes], device=self.device), speaker)[0].float()
+        else:  # eos at once: nothing to say
+            mel = torch.zeros(codec.config.n_mels, 0, device=self.device)
+        frames = chunk.target_frames if request.duration is not None else round(mel.shape[-1] / request.speed)
+        return fit_frames(mel, frames)
