@@ -4,6 +4,8 @@ token-count duration control, the block allocator and seeded on-device sampling.
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -199,3 +201,13 @@ def test_a_bfloat16_model_decodes_with_float_conditions(model: ARDecoder) -> Non
     )
     assert len(out["r0"]) == 5
     assert all(0 <= t < c.n_codes for t in out["r0"])
+
+
+def test_the_decode_engine_imports_without_the_audio_stack() -> None:
+    # the GPU image benchmarks run on lacks soundfile/pyloudnorm: rtvox.runtime must not pull them in eagerly
+    code = (
+        "import sys; sys.modules['soundfile'] = None; sys.modules['pyloudnorm'] = None\n"
+        "import rtvox.runtime.ar\n"
+        "assert 'rtvox.runtime.service' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
