@@ -40,13 +40,13 @@ from rtvox.models.bundle import (
     VOCAB_NAME,
     ModelBundle,
     _assign,
-    _load_voices,
     _materialize_buffers,
     _read_json,
     _write_json,
     check_audio_constants,
     check_config_keys,
     infer_vocab_size,
+    load_voices_and_card,
     load_weights,
     random_voices,
     save_voices,
@@ -180,11 +180,7 @@ class ARBundle:
         if unknown := sorted(k for k in emotion if not k.startswith("table.")):
             raise ModelError(f"{where} has unexpected tensors {unknown[:3]} (an AR model keeps the table only); {_FIX}")
         _assign(table, {k.removeprefix("table."): v for k, v in emotion.items()}, where)
-        voices, voices_meta = _load_voices(directory, device, dtype)
-        if config.default_voice is not None and config.default_voice not in voices:
-            raise ModelError(f"{CONFIG_NAME}: default_voice {config.default_voice!r} is not among the voices")
-        card_path = directory / CARD_NAME
-        card = card_path.read_text(encoding="utf-8") if card_path.is_file() else ""
+        voices, voices_meta, card = load_voices_and_card(directory, config.default_voice, device, dtype)
         return cls(config, ar, codec, vocoder, table, voices, voices_meta, vocab, path=directory, model_card=card)
 
     def save(self, path: str | os.PathLike[str], *, max_file_bytes: int = MAX_FILE_BYTES) -> Path:

@@ -377,11 +377,7 @@ class ModelBundle:
         if unknown := sorted(k for k in emotion if not k.startswith(("encoder.", "table."))):
             raise ModelError(f"{where} has unexpected tensors {unknown[:3]}; {_FIX}")
 
-        voices, voices_meta = _load_voices(directory, device, dtype)
-        if config.default_voice is not None and config.default_voice not in voices:
-            raise ModelError(f"{CONFIG_NAME}: default_voice {config.default_voice!r} is not in {VOICES_NAME}")
-        card_path = directory / CARD_NAME
-        card = card_path.read_text(encoding="utf-8") if card_path.is_file() else ""
+        voices, voices_meta, card = load_voices_and_card(directory, config.default_voice, device, dtype)
         return cls(
             config,
             acoustic,
@@ -428,6 +424,18 @@ def save_voices(directory: Path, voices: dict[str, Tensor], meta: list[dict[str,
         raise ModelError("voices and voices_meta name different voices; give every voice one metadata entry")
     save_weights(directory, "voices", {k: v.reshape(-1) for k, v in voices.items()}, max_bytes)
     _write_json(directory / VOICES_META_NAME, {"voices": meta})
+
+
+def load_voices_and_card(
+    directory: Path, default_voice: str | None, device: torch.device, dtype: torch.dtype
+) -> tuple[dict[str, Tensor], list[Any], str]:
+    """What every model family's directory holds beside its weights: the voices (checked against the config's
+    default voice) and the model card ("" when absent)."""
+    voices, voices_meta = _load_voices(directory, device, dtype)
+    if default_voice is not None and default_voice not in voices:
+        raise ModelError(f"{CONFIG_NAME}: default_voice {default_voice!r} is not in {VOICES_NAME}")
+    card_path = directory / CARD_NAME
+    return voices, voices_meta, card_path.read_text(encoding="utf-8") if card_path.is_file() else ""
 
 
 def _load_voices(directory: Path, device: torch.device, dtype: torch.dtype) -> tuple[dict[str, Tensor], list[Any]]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -25,7 +24,13 @@ from rtvox.errors import InputError
 from rtvox.models.ar_bundle import ARBundle
 from rtvox.models.sampling import SamplingParams
 from rtvox.runtime.ar import ARDecodeEngine, ARRequest
-from rtvox.runtime.steps import SECONDS_PER_PHONEME_ESTIMATE, ChunkJob, PreparedRequest, allocate_frames
+from rtvox.runtime.steps import (
+    SECONDS_PER_PHONEME_ESTIMATE,
+    ChunkJob,
+    PreparedRequest,
+    allocate_frames,
+    audio_chunk,
+)
 from rtvox.runtime.streaming import vocode_batched
 from rtvox.runtime.types import AudioChunk
 
@@ -124,23 +129,12 @@ class ARChunkStep:
             raise
         mels = [self._mel(job, codes[r.request_id]) for job, r in zip(jobs, requests, strict=True)]
         audio = vocode_batched(self.bundle.vocoder, mels, context_frames=self.context_frames)
-        out = []
-        for job, mel, wav in zip(jobs, mels, audio, strict=True):
-            chunk = job.prepared.chunks[job.index]
-            # No per-phoneme durations in this family: the chunk's frames are spread evenly over its model
-            # phonemes (skipped symbols keep 0), so word timestamps are approximate rather than missing.
-            spread = allocate_frames([1] * len(chunk.ids), mel.shape[-1])
-            out.append(
-                AudioChunk(
-                    index=job.index,
-                    audio=np.ascontiguousarray(wav, dtype=np.float32),
-                    text=chunk.text,
-                    is_last=job.index == len(job.prepared.chunks) - 1,
-                    phonemes=chunk.phonemes,
-                    durations=chunk.phoneme_durations(spread),
-                )
-            )
-        return out
+        # No per-phoneme durations in this family: each chunk's frames are spread evenly over its model phonemes
+        # (skipped symbols keep 0), so word timestamps are approximate rather than missing.
+        return [
+            audio_chunk(job, wav, allocate_frames([1] * len(job.prepared.chunks[job.index].ids), mel.shape[-1]))
+            for job, mel, wav in zip(jobs, mels, audio, strict=True)
+        ]
 
     def _mel(self, job: ChunkJob, codes: list[int]) -> Tensor:
         """The row's codes in its voice -> mel [80, frames] at the chunk's exact length."""

@@ -145,18 +145,20 @@ def run_chunk_step(
     )
     out = []
     for row, job in enumerate(jobs):
-        chunk = job.prepared.chunks[job.index]
-        n = len(chunk.ids)
         wav = audio[row]
         assert wav.shape[0] == int(lengths[row]) * HOP_LENGTH
-        out.append(
-            AudioChunk(
-                index=job.index,
-                audio=np.ascontiguousarray(wav, dtype=np.float32),
-                text=chunk.text,
-                is_last=job.index == len(job.prepared.chunks) - 1,
-                phonemes=chunk.phonemes,
-                durations=chunk.phoneme_durations(durations[row, :n].tolist()),
-            )
-        )
+        out.append(audio_chunk(job, wav, durations[row, : len(job.prepared.chunks[job.index].ids)].tolist()))
     return out
+
+
+def audio_chunk(job: ChunkJob, wav: np.ndarray, frames_per_id: Sequence[int]) -> AudioChunk:
+    """The AudioChunk of one job's vocoded chunk (either family's step)."""
+    chunk = job.prepared.chunks[job.index]
+    return AudioChunk(
+        index=job.index,
+        audio=np.ascontiguousarray(wav, dtype=np.float32),
+        text=chunk.text,
+        is_last=job.index == len(job.prepared.chunks) - 1,
+        phonemes=chunk.phonemes,
+        durations=chunk.phoneme_durations(frames_per_id),
+    )
