@@ -9,6 +9,7 @@ to the table. bf16 autocast on CUDA; time-boxed runs that checkpoint as they go 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -34,7 +35,7 @@ from rtvox.training.align import (
     phoneme_average,
     utterance_zscore,
 )
-from rtvox.training.checkpoint import load_snapshot, load_state, log_step, save_snapshot, save_state
+from rtvox.training.checkpoint import load_snapshot, load_state, log_step, optimizer_step, save_snapshot, save_state
 from rtvox.training.data import (
     AcousticSet,
     LengthBatcher,
@@ -108,6 +109,17 @@ def targets(batch: dict[str, Tensor], durations: Tensor, stats: Tensor | None = 
     pitch = phoneme_average(pitch_z, batch["voiced"].float(), path)
     energy = phoneme_average(energy_z, batch["frame_mask"].float(), path)
     return path, pitch, energy
+
+
+def train_losses(
+    modules: dict[str, torch.nn.Module],
+    batch: dict[str, Tensor],
+    step: int,
+    run: AcousticRun,
+    stats: Tensor | None = None,
+) -> dict[str, Tensor]:
+    """step_losses' losses alone (what one optimizer step needs)."""
+    return step_losses(modules, batch, step, run, stats)[0]
 
 
 def step_losses(
@@ -229,18 +241,13 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
                 pending.append(pool.submit(collate_acoustic, data, train_idx[batches[i + 2]], cpu))
             batch = {k: v.to(device, non_blocking=True) for k, v in pending[i].result().items()}
             pending[i] = pending[i].__class__()  # drop the reference so the pinned batch can be freed
-            for group in opt.param_groups:
-                group["lr"] = _lr(step, run)
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-                losses, _ = step_losses(modules, batch, step, run, stats)
-            opt.zero_grad(set_to_none=True)
-            losses["total"].backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
+            losses, grad_norm = optimizer_step(
+                opt, params, _lr(step, run), device, functools.partial(train_losses, modules, batch, step, run, stats)
+            )
             step += 1
             elapsed = time.monotonic() - t0
             if step % run.log_every == 0:
-                extra = {"step": step, "lr": _lr(step, run), "grad": round(float(grad_norm), 3)}
+                extra = {"step": step, "lr": _lr(step, run), "grad": round(grad_norm, 3)}
                 log_step(run.run_dir, losses, extra | {"t": round(elapsed, 1)})
             progress = {"step": step, "seconds": seconds0 + elapsed, **identity}
             if time.monotonic() - last_save > run.save_every_min * 60:

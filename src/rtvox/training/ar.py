@@ -12,6 +12,7 @@ Both are time-boxed, resumable (state.pt) and write fp16 snapshots, like the oth
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -29,7 +30,14 @@ from rtvox.models.ar import ARConfig, ARDecoder
 from rtvox.models.codec import CodecConfig, MelCodec
 from rtvox.models.emotion import EmotionConfig, EmotionTable, fuse_condition
 from rtvox.text.vocab import PHRASE, WORD, Vocabulary
-from rtvox.training.checkpoint import load_snapshot, load_state, log_step, save_snapshot, save_state
+from rtvox.training.checkpoint import (
+    load_snapshot,
+    load_state,
+    log_step,
+    optimizer_step,
+    save_snapshot,
+    save_state,
+)
 from rtvox.training.data import AcousticSet, LengthBatcher, collate_acoustic, drop_ids, load_acoustic
 
 P_FREE_LENGTH = 0.3  # rows trained without a token count
@@ -88,18 +96,11 @@ def _loop(
     done = False
     while not done:
         for rows in batches():
-            for group in opt.param_groups:
-                group["lr"] = _lr(step, run)
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-                losses = losses_of(rows, step)
-            opt.zero_grad(set_to_none=True)
-            losses["total"].backward()
-            grad = torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
+            losses, grad = optimizer_step(opt, params, _lr(step, run), device, functools.partial(losses_of, rows, step))
             step += 1
             elapsed = time.monotonic() - t0
             if step % run.log_every == 0:
-                extra = {"step": step, "lr": _lr(step, run), "grad": round(float(grad), 3), "t": round(elapsed, 1)}
+                extra = {"step": step, "lr": _lr(step, run), "grad": round(grad, 3), "t": round(elapsed, 1)}
                 log_step(run.run_dir, losses, extra)
             progress = {"step": step, "seconds": seconds0 + elapsed, **identity}
             if time.monotonic() - last_save > run.save_every_min * 60:

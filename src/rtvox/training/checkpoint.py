@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,26 @@ def log_step(run_dir: Path, losses: dict[str, Any], extra: dict[str, Any]) -> No
     with (run_dir / "log.jsonl").open("a", encoding="utf-8") as f:
         f.write(line + "\n")
     print(line, flush=True)
+
+
+def optimizer_step(
+    opt: torch.optim.Optimizer,
+    params: list[nn.Parameter],
+    lr: float,
+    device: torch.device,
+    compute: Callable[[], dict[str, torch.Tensor]],
+) -> tuple[dict[str, torch.Tensor], float]:
+    """One update of the acoustic and AR trainers: set the lr, losses under bf16 autocast on CUDA, backward on
+    losses["total"], clip the gradient norm at 1, step. Returns the losses and the norm before clipping."""
+    for group in opt.param_groups:
+        group["lr"] = lr
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        losses = compute()
+    opt.zero_grad(set_to_none=True)
+    losses["total"].backward()
+    grad = torch.nn.utils.clip_grad_norm_(params, 1.0)
+    opt.step()
+    return losses, float(grad)
 
 
 def save_state(run_dir: Path, modules: dict[str, nn.Module], optimizers: dict[str, Any], extra: dict[str, Any]) -> None:
