@@ -16,14 +16,15 @@ RUNS=${RUNS:-/tmp/rtvox-runs}
 OUT=${OUT:-/tmp/rtvox-out}
 mode=$1
 src=$2
+PACK=${PACK:-/tmp/pack}
 mkdir -p "$DATA" "$RUNS" "$OUT"
 cp -v "$src"/*.npz* "$src"/pack.json "$DATA"/ 2>/dev/null || true
 ls -la "$DATA"
 [ "$mode" = upload ] && exit 0
 
 minutes=$3
-ship() {  # /tmp/pack -> $OUT as 15 MiB pieces of one tar (each returned file must stay under 16 MiB)
-  tar cf - -C /tmp pack | split -b 15M - "$OUT/snap.tar."
+ship() {  # $PACK -> $OUT as 15 MiB pieces of one tar (each returned file must stay under 16 MiB)
+  tar cf - -C "$(dirname "$PACK")" "$(basename "$PACK")" | split -b 15M - "$OUT/snap.tar."
   ls -la "$OUT"
 }
 if [ "$mode" = train-ar ]; then
@@ -41,10 +42,10 @@ if [ "$mode" = train-ar ]; then
   python3 -m rtvox train ar --data "$DATA" --run-dir "$RUNS/ar" --codec "$codec_snap" --minutes "$minutes" \
     --preset "${AR_PRESET:-medium}" --device "${DEVICE:-cuda}" "${ainit[@]}" >"$RUNS/ar.log" 2>&1 || echo "ar exited with $?"
   tail -n 3 "$RUNS"/codec.log "$RUNS"/ar.log 2>/dev/null || true
-  mkdir -p /tmp/pack/codec /tmp/pack/ar
-  cp "$codec_snap"/* /tmp/pack/codec/ 2>/dev/null || true
-  cp "$RUNS"/ar/snapshot/* /tmp/pack/ar/ 2>/dev/null || true
-  cp "$RUNS"/codec.log "$RUNS"/ar.log /tmp/pack/ 2>/dev/null || true
+  mkdir -p "$PACK"/codec "$PACK"/ar
+  cp "$codec_snap"/* "$PACK"/codec/ 2>/dev/null || true
+  cp "$RUNS"/ar/snapshot/* "$PACK"/ar/ 2>/dev/null || true
+  cp "$RUNS"/codec.log "$RUNS"/ar.log "$PACK"/ 2>/dev/null || true
   ship
   exit 0
 fi
@@ -70,9 +71,9 @@ fi
 wait $apid || echo "acoustic exited with $?"
 [ -z "$vpid" ] || wait $vpid || echo "vocoder exited with $?"
 tail -n 3 "$RUNS"/*.log
-mkdir -p /tmp/pack/acoustic /tmp/pack/vocoder
-cp "$RUNS"/acoustic/snapshot/* /tmp/pack/acoustic/ 2>/dev/null || true
-cp "$RUNS"/vocoder/snapshot/* /tmp/pack/vocoder/ 2>/dev/null || true
-cp "$RUNS"/*.log "$RUNS"/acoustic/log.jsonl /tmp/pack/ 2>/dev/null || true
-cp "$RUNS"/vocoder/log.jsonl /tmp/pack/vocoder-log.jsonl 2>/dev/null || true
+mkdir -p "$PACK"/acoustic "$PACK"/vocoder
+cp "$RUNS"/acoustic/snapshot/* "$PACK"/acoustic/ 2>/dev/null || true
+cp "$RUNS"/vocoder/snapshot/* "$PACK"/vocoder/ 2>/dev/null || true
+cp "$RUNS"/*.log "$RUNS"/acoustic/log.jsonl "$PACK"/ 2>/dev/null || true
+cp "$RUNS"/vocoder/log.jsonl "$PACK"/vocoder-log.jsonl 2>/dev/null || true
 ship

@@ -219,12 +219,25 @@ class ARDecoder(nn.Module):
         return self.head(self.norm(x[:, 2 + n :]))
 
     # ---------------------------------------------------------------- paged forward (inference)
-    def forward_paged(self, x: Tensor, positions: Tensor, cache: PagedKVCache, block_tables: Tensor) -> Tensor:
-        """x [B, S, D] embeddings of new tokens at positions Long[B, S] -> logits of the last one [B, out_vocab].
-        Prefill: S = prompt length (B = 1 or equal lengths); decode: S = 1."""
-        slots = slot_mapping(block_tables, positions, cache.block_size)
+    def forward_paged(
+        self, x: Tensor, positions: Tensor, cache: PagedKVCache, block_tables: Tensor, lengths: Tensor | None = None
+    ) -> Tensor:
+        """x [B, S, D] embeddings of new tokens at positions Long[B, S] -> logits of each row's last one
+        [B, out_vocab]. Decode: S = 1. Prefill: S = prompt length; prompts of different lengths go as one batch,
+        right-padded, with `lengths` Long[B] (real tokens per row): padded tokens write their keys to the cache's
+        scratch block (its last, never handed to a request; nobody reads it) and each row's logits are its last
+        real token's. A real token attends only to positions at or before its own, so padding never leaks in."""
+        if lengths is None:
+            slots = slot_mapping(block_tables, positions, cache.block_size)
+        else:
+            real = torch.arange(x.shape[1], device=x.device)[None] < lengths[:, None]
+            inside = torch.minimum(positions, positions.gather(1, (lengths - 1)[:, None]))  # within the table
+            scratch = (cache.num_blocks - 1) * cache.block_size
+            slots = torch.where(real, slot_mapping(block_tables, inside, cache.block_size), scratch)
         h = x + self.pos(positions)
         for layer, block in enumerate(self.blocks):
             assert isinstance(block, Block)
             h = block.forward_paged(h, layer, cache, slots, block_tables, positions)
-        return self.head(self.norm(h[:, -1]))
+        if lengths is None:
+            return self.head(self.norm(h[:, -1]))
+        return self.head(self.norm(h[torch.arange(h.shape[0], device=h.device), lengths - 1]))

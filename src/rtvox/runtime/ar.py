@@ -287,17 +287,9 @@ class ARRunner:
     def execute(self, plan: StepPlan, requests: dict[str, ARRequest]) -> dict[str, int]:
         logits: list[Tensor] = []
         items: list[PlanItem] = []
-        for item in plan.prefill:
-            r = requests[item.request_id]
-            self._params[item.request_id] = r.sampling
-            self._seen[item.request_id] = torch.zeros(self.config.out_vocab, dtype=torch.bool, device=self.device)
-            cond = torch.tensor([list(r.cond)], dtype=torch.float32, device=self.device)
-            count = torch.tensor([r.token_count or 0], device=self.device)
-            phonemes = torch.tensor([list(r.phonemes)], dtype=torch.long, device=self.device)
-            x = self.model.prompt_embeddings(cond, count, phonemes)
-            positions = torch.arange(x.shape[1], device=self.device)[None]
-            logits.append(self.model.forward_paged(x, positions, self.cache, self._table([item])))
-            items.append(item)
+        if plan.prefill:
+            logits.append(self._prefill(plan.prefill, requests))
+            items.extend(plan.prefill)
         if plan.decode and self.static_step is not None:
             logits.append(
                 self.static_step(
@@ -321,6 +313,23 @@ class ARRunner:
             self._last[request_id] = token
             self._seen[request_id][token] = True
         return out
+
+    def _prefill(self, plan: list[PlanItem], requests: dict[str, ARRequest]) -> Tensor:
+        """Every admitted prompt in one right-padded forward (the cache's last block takes the padding's keys)
+        -> the first-token logits [len(plan), out_vocab]."""
+        prompts = []
+        for item in plan:
+            r = requests[item.request_id]
+            self._params[item.request_id] = r.sampling
+            self._seen[item.request_id] = torch.zeros(self.config.out_vocab, dtype=torch.bool, device=self.device)
+            cond = torch.tensor([list(r.cond)], dtype=torch.float32, device=self.device)
+            count = torch.tensor([r.token_count or 0], device=self.device)
+            phonemes = torch.tensor([list(r.phonemes)], dtype=torch.long, device=self.device)
+            prompts.append(self.model.prompt_embeddings(cond, count, phonemes)[0])
+        lengths = torch.tensor([len(p) for p in prompts], device=self.device)
+        x = torch.nn.utils.rnn.pad_sequence(prompts, batch_first=True)
+        positions = torch.arange(x.shape[1], device=self.device)[None].expand(len(plan), -1)
+        return self.model.forward_paged(x, positions, self.cache, self._table(plan), lengths)
 
     def _sample(self, logits: Tensor, items: list[PlanItem]) -> Tensor:
         eos = self.config.eos
@@ -359,11 +368,11 @@ class ARDecodeEngine:
         compile_mode: str | None = None,
         cuda_graph: bool = False,
     ) -> None:
-        """`static` pads decode steps to fixed shapes (StaticDecodeStep; the cache gets one extra scratch block);
-        `compile_mode` (e.g. "reduce-overhead", or "default" with `cuda_graph`) compiles that step and
-        `cuda_graph` captures it per bucket (CUDA only)."""
+        """`static` pads decode steps to fixed shapes (StaticDecodeStep); `compile_mode` (e.g. "reduce-overhead",
+        or "default" with `cuda_graph`) compiles that step and `cuda_graph` captures it per bucket (CUDA only).
+        The cache gets one scratch block beyond `num_blocks` for padded prefill tokens and padded decode rows."""
         device = next(model.parameters()).device
-        self.cache = PagedKVCache(model.config, num_blocks + int(static), block_size, device, dtype)
+        self.cache = PagedKVCache(model.config, num_blocks + 1, block_size, device, dtype)
         self.scheduler = ARScheduler(num_blocks, block_size, max_batch, model.config.max_positions)
         step = StaticDecodeStep(model.eval(), self.cache, compile_mode, cuda_graph) if static else None
         self.runner = ARRunner(model.eval(), self.cache, step)

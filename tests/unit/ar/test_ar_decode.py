@@ -76,6 +76,34 @@ def test_paged_forward_matches_the_full_forward_with_padding(model: ARDecoder) -
                 torch.testing.assert_close(logits[0], full[b, t + 1], atol=1e-5, rtol=1e-5)
 
 
+def test_batched_prefill_of_unequal_prompts_equals_one_at_a_time(model: ARDecoder) -> None:
+    c = model.config
+    torch.manual_seed(2)
+    lengths = [9, 4, 6]
+    prompts = [
+        model.prompt_embeddings(torch.randn(1, c.cond_dim), torch.tensor([n]), torch.randint(1, c.text_vocab, (1, n)))[
+            0
+        ]
+        for n in lengths
+    ]
+    tables = torch.tensor([[0, 1, 2], [3, 4, 4], [5, 6, 6]])  # short rows padded with a block of their own
+    kw = dict(num_blocks=8, block_size=4, device=torch.device("cpu"), dtype=torch.float32)
+    one, batched = PagedKVCache(c, **kw), PagedKVCache(c, **kw)  # type: ignore[arg-type]
+    with torch.no_grad():
+        alone = [
+            model.forward_paged(p[None], torch.arange(len(p))[None], one, tables[i : i + 1])[0]
+            for i, p in enumerate(prompts)
+        ]
+        x = torch.nn.utils.rnn.pad_sequence(prompts, batch_first=True)
+        positions = torch.arange(x.shape[1])[None].expand(3, -1)
+        together = model.forward_paged(x, positions, batched, tables, torch.tensor([len(p) for p in prompts]))
+    torch.testing.assert_close(together, torch.stack(alone), atol=1e-5, rtol=1e-5)
+    # every real key landed where the one-at-a-time prefill put it; the padding only touched the scratch block
+    torch.testing.assert_close(batched.k[:, :7], one.k[:, :7], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(batched.v[:, :7], one.v[:, :7], atol=1e-5, rtol=1e-5)
+    assert batched.k[:, 7].abs().sum() > 0 and one.k[:, 7].abs().sum() == 0
+
+
 def test_engine_greedy_equals_recompute_and_requests_join_and_leave(model: ARDecoder) -> None:
     c = model.config
     requests = [
