@@ -16,7 +16,7 @@ import torch
 
 from rtvox.constants import HOP_LENGTH
 from rtvox.engines import Engine
-from rtvox.models.prosody import IDENTITY_ROW, ProsodyRow
+from rtvox.models.prosody import IDENTITY_ROW, ProsodyRow, tilt_mel
 from rtvox.runtime.streaming import DEFAULT_BATCH_WINDOW_FRAMES, DEFAULT_MAX_ROWS, vocode_batched
 from rtvox.runtime.types import AudioChunk, SynthesisRequest
 
@@ -57,6 +57,7 @@ class PreparedRequest:
     cond: torch.Tensor  # [1, C] speaker ⊕ α·emotion, on the preparing synthesizer's device
     # the emotion prosody prior's row for this request (IDENTITY_ROW: none, neutral, or an emotion reference clip)
     prosody: ProsodyRow = IDENTITY_ROW
+    tilt: float = 0.0  # the prior's spectral tilt, added to each decoded mel before the vocoder
 
     @property
     def phoneme_count(self) -> int:
@@ -85,7 +86,7 @@ def encode_inputs(rows: Sequence[EncodeRow], device: torch.device) -> tuple[torc
     to the longest.
 
     phonemes Long[B, N] (0 = pad id), mask Bool[B, N], cond [B, C], speed [B], target Long[B], pitch [B], energy [B],
-    prosody [B, 4].
+    prosody [B, 5].
     """
     n = max(len(r[0]) for r in rows)
     phonemes = torch.zeros(len(rows), n, dtype=torch.long)
@@ -98,7 +99,7 @@ def encode_inputs(rows: Sequence[EncodeRow], device: torch.device) -> tuple[torc
     target = torch.tensor([r[3] for r in rows], dtype=torch.long)
     pitch = torch.tensor([r[2].pitch_scale for r in rows], dtype=torch.float32)
     energy = torch.tensor([r[2].energy_scale for r in rows], dtype=torch.float32)
-    prosody = torch.tensor([r[4] for r in rows], dtype=torch.float32)  # [B, 4]
+    prosody = torch.tensor([r[4] for r in rows], dtype=torch.float32)  # [B, 5]
     return tuple(t.to(device) for t in (phonemes, mask, cond, speed, target, pitch, energy, prosody))
 
 
@@ -150,7 +151,10 @@ def run_chunk_step(
     hidden, durations = engines["acoustic_encode"](*encode_inputs(rows, device))[:2]
     (mel,) = engines["acoustic_decode"](hidden, durations)  # [B, 80, T_max], silence past each row's end
     lengths = durations.sum(1).tolist()
-    mels = [mel[row, :, : int(t)] for row, t in enumerate(lengths)]
+    mels = [
+        tilt_mel(mel[row, :, : int(t)], job.prepared.tilt)
+        for row, (t, job) in enumerate(zip(lengths, jobs, strict=True))
+    ]
     audio = vocode_batched(
         engines["vocoder"], mels, context_frames=context_frames, window_frames=window_frames, max_rows=max_rows
     )

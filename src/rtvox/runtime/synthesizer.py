@@ -238,7 +238,7 @@ class Synthesizer:
                 param="input",
             )
         cond = self.condition(request)
-        prosody = self.prosody_row(request)
+        prosody, tilt = self.emotion_prosody(request)
         skip = self.bundle.config.skip_symbols
         encoded = [self.vocab.encode_for_model(chunk.phonemes, skip) for chunk in front.chunks]
         ids = [i for i, _ in encoded]
@@ -256,7 +256,7 @@ class Synthesizer:
             for c, (i, pos), t in zip(front.chunks, encoded, targets, strict=True)
         )
         prepared = PreparedRequest(
-            request=request, normalized=front.normalized, chunks=chunks, cond=cond, prosody=prosody
+            request=request, normalized=front.normalized, chunks=chunks, cond=cond, prosody=prosody, tilt=tilt
         )
         if isinstance(self.bundle, ARBundle):
             check_request(self.bundle, prepared)
@@ -289,14 +289,16 @@ class Synthesizer:
 
         return synthesize_many(self, requests, max_batch=max_batch, progress=progress)
 
-    def prosody_row(self, request: SynthesisRequest) -> ProsodyRow:
-        """The emotion prosody prior's row (model config `emotion_prosody`) for a label request at its α.
+    def emotion_prosody(self, request: SynthesisRequest) -> tuple[ProsodyRow, float]:
+        """The emotion prosody prior (model config `emotion_prosody`) of a label request at its α: the acoustic
+        model's prosody row and the spectral tilt added to its mel.
 
         An emotion reference clip gets the identity: its emotion reaches the model only through the learned
         embedding (the clip's own prosody is not a label's average). So does the AR family (no such input)."""
         if request.emotion_ref is not None or not isinstance(self.bundle, ModelBundle):
-            return IDENTITY_ROW
-        return self.bundle.config.emotion_prosody.row(request.emotion, request.emotion_alpha)
+            return IDENTITY_ROW, 0.0
+        prior = self.bundle.config.emotion_prosody
+        return prior.row(request.emotion, request.emotion_alpha), prior.tilt(request.emotion, request.emotion_alpha)
 
     def condition(self, request: SynthesisRequest) -> torch.Tensor:
         """cond[1, C] = speaker ⊕ α·emotion."""

@@ -94,6 +94,20 @@ def test_prior_row_moves_pitch_energy_and_length_by_its_amounts(
     assert ((ratio > 1) if slow > 1 else (ratio < 1)).all()
 
 
+def test_tilt_mel_changes_the_slope_not_the_mean() -> None:
+    import numpy as np
+
+    from rtvox.models.prosody import tilt_mel
+
+    mel = torch.randn(80, 30, dtype=torch.float64)
+    out = tilt_mel(mel, 1.7)
+    bands = np.arange(80) / 80
+    slope = lambda m: np.polyfit(bands, m.numpy(), 1)[0]  # noqa: E731
+    assert slope(out) - slope(mel) == pytest.approx(np.full(30, 1.7))
+    torch.testing.assert_close(out.mean(0), mel.mean(0))
+    assert tilt_mel(mel, 0.0) is mel
+
+
 def test_pitch_scale_applies_after_the_prior(acoustic: AcousticModel) -> None:
     request = make_request([15], seed=2, prosody=(0.5, 1.2, 0.0, 1.0))
     flat = (*request[:5], torch.zeros(1), *request[6:])
@@ -126,7 +140,13 @@ def test_config_round_trip_and_rows(bundle_copy: Callable[[], Path]) -> None:
     path = bundle_copy()
     config = json.loads((path / "config.json").read_text())
     config["emotion_prosody"] = {
-        "happy": {"pitch_shift": 0.4, "pitch_range": 1.21, "energy_shift": 0.2, "duration": 0.81},
+        "happy": {
+            "pitch_shift": 0.4,
+            "pitch_range": 1.21,
+            "energy_shift": 0.2,
+            "duration": 0.81,
+            "tilt": -0.5,
+        },
         "neutral": {"pitch_shift": 9.0},  # ignored: neutral is the reference
         "source": {"data": "packed"},
     }
@@ -135,6 +155,7 @@ def test_config_round_trip_and_rows(bundle_copy: Callable[[], Path]) -> None:
     prior = bundle.config.emotion_prosody
     assert prior.row("happy", 1.0) == pytest.approx((0.4, 1.21, 0.2, 0.81))
     assert prior.row("happy", 0.5) == pytest.approx((0.2, 1.1, 0.1, 0.9))
+    assert prior.tilt("happy", 0.5) == pytest.approx(-0.25) and prior.tilt("neutral", 1.0) == 0.0
     assert prior.row("happy", 0.0) == pytest.approx(IDENTITY_ROW)
     assert prior.row("neutral", 1.0) == IDENTITY_ROW and prior.row("sad", 1.0) == IDENTITY_ROW
     assert bundle.config.to_dict()["emotion_prosody"]["source"] == {"data": "packed"}

@@ -15,10 +15,14 @@ from rtvox.runtime import Synthesizer
 from rtvox.text import Vocabulary
 from rtvox.training.data import AcousticSet, PackInfo
 from rtvox.training.prosody_prior import (
+    FEATURES,
+    KNOB_LIMITS,
+    KNOBS,
+    MATCHED,
     ProsodyStats,
+    calibrate,
     data_prosody,
-    model_prosody,
-    residual_prior,
+    solve_bounded,
     write_prior,
 )
 
@@ -31,42 +35,42 @@ INFO = PackInfo(
     f0_lo=50.0,
     f0_hi=800.0,
 )
-# What each emotion does relative to neutral, in absolute units: log-F0 shift, pitch range ratio, energy
-# shift (mean log-mel), frames ratio.
-TRUE = {"happy": (0.12, 1.4, 0.8, 0.8), "sad": (-0.08, 0.6, -0.6, 1.25)}
+# What each emotion does relative to neutral: log-F0 shift, pitch range ratio, level (nats on every band),
+# spectral tilt (nats over the band axis), frames ratio.
+TRUE = {"happy": (0.12, 1.4, 0.3, 0.6, 0.8), "sad": (-0.08, 0.6, -0.4, -0.9, 1.25)}
 PHONEMES = 20  # per utterance
 NEUTRAL_FRAMES = 100
+BANDS = (np.arange(80) - 39.5) / 80  # centred band positions
 
 
-def _codes(log_f0: np.ndarray, energy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _codes(log_f0: np.ndarray, log_mel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lo, hi = np.log(INFO.f0_lo), np.log(INFO.f0_hi)
     f0 = np.round((log_f0 - lo) / (hi - lo) * 254 + 1).astype(np.uint8)
     step = (INFO.mel_hi - INFO.mel_lo) / (INFO.mel_levels - 1)
-    mel = np.round((energy - INFO.mel_lo) / step).astype(np.uint8)
-    return f0, np.repeat(mel[:, None], 80, axis=1)
+    return f0, np.round((log_mel - INFO.mel_lo) / step).astype(np.uint8)
 
 
-def _dataset(clips: int = 4) -> tuple[AcousticSet, dict[str, tuple[float, float, float, float]]]:
-    """Three speakers, `clips` utterances per emotion; returns the set and the expected prior in z units."""
+def _dataset(clips: int = 4) -> AcousticSet:
+    """Three speakers, `clips` utterances per emotion, every frame voiced."""
     rng = np.random.default_rng(0)
-    f0s, mels, speakers, emotions, mel_len, frames_by = [], [], [], [], [], []
-    for speaker, (base_f0, base_energy) in enumerate([(np.log(110.0), -5.0), (np.log(220.0), -4.0), (5.0, -6.0)]):
+    f0s, mels, speakers, emotions, mel_len = [], [], [], [], []
+    for speaker, (base_f0, base_level) in enumerate([(np.log(110.0), -5.0), (np.log(220.0), -4.0), (5.0, -6.0)]):
         for emotion, name in enumerate(INFO.emotions):
-            shift, ratio, loud, slow = (0.0, 1.0, 0.0, 1.0) if name == "neutral" else TRUE[name]
+            shift, ratio, loud, tilt, slow = (0.0, 1.0, 0.0, 0.0, 1.0) if name == "neutral" else TRUE[name]
             for _ in range(clips):
                 n = round(NEUTRAL_FRAMES * slow)
                 contour = rng.standard_normal(n)
                 contour = (contour - contour.mean()) / contour.std()  # exactly mean 0, std 1
                 log_f0 = base_f0 + shift + 0.1 * ratio * contour
-                energy = base_energy + loud + 0.5 * rng.standard_normal(n)
-                f0, mel = _codes(log_f0, energy)
+                level = base_level + loud + 0.05 * rng.standard_normal(n)
+                log_mel = level[:, None] + (tilt - 1.0) * BANDS[None, :]  # [n, 80]
+                f0, mel = _codes(log_f0, log_mel)
                 f0s.append(f0)
                 mels.append(mel)
                 speakers.append(speaker)
                 emotions.append(emotion)
                 mel_len.append(n)
-        frames_by.append(speaker)
-    data = AcousticSet(
+    return AcousticSet(
         info=INFO,
         ids=np.ones(PHONEMES * len(mel_len), np.uint16),
         mel=np.concatenate(mels),
@@ -79,50 +83,85 @@ def _dataset(clips: int = 4) -> tuple[AcousticSet, dict[str, tuple[float, float,
         lang=np.zeros(len(mel_len), np.int64),
         utt=[str(i) for i in range(len(mel_len))],
     )
-    # Expected values in each speaker's z units: its std over all of its frames (every emotion), as training uses.
-    expected = {}
-    for name, (shift, ratio, loud, slow) in TRUE.items():
-        pitch, energy = [], []
-        for speaker in range(3):
-            frames = np.repeat(data.speaker, np.diff(data.mel_off)) == speaker
-            lo, hi = np.log(INFO.f0_lo), np.log(INFO.f0_hi)
-            log_f0 = lo + (data.f0[frames].astype(np.float64) - 1) / 254 * (hi - lo)
-            step = (INFO.mel_hi - INFO.mel_lo) / (INFO.mel_levels - 1)
-            e = data.mel[frames, 0] * step + INFO.mel_lo
-            pitch.append(shift / log_f0.std())
-            energy.append(loud / e.std())
-        expected[name] = (float(np.mean(pitch)), ratio, float(np.mean(energy)), round(NEUTRAL_FRAMES * slow) / 100)
-    return data, expected
 
 
 def test_data_prior_recovers_known_shifts() -> None:
-    data, expected = _dataset()
-    measured = data_prosody(data, min_clips=3)
+    measured = data_prosody(_dataset(), min_clips=3)
     assert set(measured) == {"happy", "sad"}
-    for name, (shift, ratio, loud, slow) in expected.items():
-        got = measured[name]
-        assert got.count == 3
-        assert got.pitch_shift == pytest.approx(shift, abs=0.03)
-        assert got.pitch_range == pytest.approx(ratio, rel=0.03)
-        assert got.energy_shift == pytest.approx(loud, abs=0.05)
-        assert got.duration == pytest.approx(slow, rel=1e-6)
-    assert measured["happy"].pitch_shift > 0.3 and measured["sad"].energy_shift < -0.3  # the shifts are real
+    for name, (shift, ratio, loud, tilt, slow) in TRUE.items():
+        got = dict(zip(FEATURES, measured[name].values, strict=True))
+        assert measured[name].count == 3
+        assert got["lf0_mean"] == pytest.approx(shift, abs=0.01)
+        assert got["lf0_log_std"] == pytest.approx(np.log(ratio), abs=0.03)
+        # a level of `loud` nats on every band is 20·loud/ln 10 dB of (mel magnitude) power; the tilt moves
+        # power between bands of unequal weight
+        spread = np.log10(np.exp(2 * (tilt - 1) * BANDS).sum() / np.exp(-2 * BANDS).sum())
+        assert got["energy_db"] == pytest.approx(20 * loud / np.log(10) + 10 * spread, abs=0.1)
+        assert got["tilt"] == pytest.approx(tilt, abs=0.03)
+        assert measured[name].duration == pytest.approx(round(NEUTRAL_FRAMES * slow) / NEUTRAL_FRAMES, rel=1e-9)
 
 
 def test_speakers_with_too_few_clips_are_left_out() -> None:
-    data, _ = _dataset(clips=2)
+    data = _dataset(clips=2)
     assert data_prosody(data, min_clips=3) == {}
     assert data_prosody(data, min_clips=2)["happy"].count == 3
 
 
-def test_residual_subtracts_shifts_and_divides_ratios() -> None:
-    data = {"happy": ProsodyStats(0.5, 1.3, 0.2, 0.9, 30), "sad": ProsodyStats(-0.4, 0.6, -0.5, 1.2, 30)}
-    model = {"happy": ProsodyStats(0.1, 1.1, 0.05, 1.0, 4), "sad": ProsodyStats(0.0, 1.0, -0.1, 1.05, 4)}
-    prior = residual_prior(data, model)
-    happy = prior["happy"]
-    assert (happy.pitch_shift, happy.energy_shift) == pytest.approx((0.4, 0.15))
-    assert (happy.pitch_range, happy.duration) == pytest.approx((1.3 / 1.1, 0.9))
-    assert prior["sad"].duration == pytest.approx(1.2 / 1.05)
+def test_bounded_solve_fixes_a_knob_at_its_bound_and_refits_the_others() -> None:
+    response = np.array([[1.0, 0.5], [0.0, 1.0], [1.0, 1.0]])
+    lo, hi = np.array([-1.0, -1.0]), np.array([1.0, 1.0])
+    want = response @ np.array([0.3, -0.6])
+    np.testing.assert_allclose(solve_bounded(response, want, lo, hi), [0.3, -0.6], atol=1e-12)
+    x = solve_bounded(response, response @ np.array([0.2, 1.5]), lo, hi)
+    assert x[1] == 1.0
+    rest = response @ np.array([0.2, 1.5]) - response[:, 1]
+    assert x[0] == pytest.approx(float(np.linalg.lstsq(response[:, :1], rest, rcond=None)[0][0]))
+    assert 0.2 < x[0] < 1.0  # it made up for part of what the bounded knob could not do
+
+
+class _LinearModel:
+    """A stand-in renderer: features respond linearly to the knobs, and each emotion has an own effect."""
+
+    voices = ("v1", "v2")
+
+    def __init__(self) -> None:
+        rng = np.random.default_rng(3)
+        self.response = np.eye(len(FEATURES))[:, : len(KNOBS)] + 0.2 * rng.standard_normal((len(FEATURES), 4))
+        self.own = {e: 0.05 * rng.standard_normal(len(FEATURES)) for e in ("neutral", "happy", "sad")}
+        self.own["neutral"][:] = 0.0
+
+    def features(self, emotion: str, shift: ProsodyShift) -> np.ndarray:
+        knobs = np.array([shift.pitch_shift, np.log(shift.pitch_range), shift.energy_shift, shift.tilt])
+        out = self.response @ knobs + self.own[emotion]
+        out[-1] += np.log(shift.duration)
+        return np.stack([out + 1.0, out - 1.0])  # two voices, different baselines
+
+
+def test_calibration_makes_the_model_move_like_the_data() -> None:
+    model = _LinearModel()
+    want = {
+        "happy": np.array([0.1, 0.2, 0.05, 0.15, -0.05, 0.8, 0.6, -0.05]),
+        "sad": np.array([-0.08, -0.4, 0.03, -0.15, 0.09, -1.0, -0.9, 0.15]),
+    }
+    data = {e: ProsodyStats.from_vector(v, 30) for e, v in want.items()}
+    prior, report = calibrate(model, data)  # type: ignore[arg-type]
+    lo, hi = np.array(KNOB_LIMITS).T
+    for emotion, target in want.items():
+        shift = prior[emotion]
+        knobs = np.array([shift.pitch_shift, np.log(shift.pitch_range), shift.energy_shift, shift.tilt])
+        assert np.all((knobs >= lo - 1e-9) & (knobs <= hi + 1e-9))
+        # the rate is exact: data over the model's own
+        assert shift.duration == pytest.approx(np.exp(target[-1] - model.own[emotion][-1]))
+        # the matched features are fitted in the least-squares sense: the residual is orthogonal to the response
+        got = (model.features(emotion, shift) - model.features("neutral", ProsodyShift())).mean(0)
+        assert list(report["with_prior"][emotion].values())[: len(FEATURES)] == pytest.approx(got, abs=1e-4)
+        residual = (target - got)[list(MATCHED)]
+        scale = np.std([v[list(MATCHED)] for v in want.values()], axis=0) + 1e-3
+        normal = (model.response[list(MATCHED)] / scale[:, None]).T @ (residual / scale)
+        np.testing.assert_allclose(normal, 0.0, atol=1e-9)
+        # and a prior that does nothing would be further off
+        learned = model.own[emotion][list(MATCHED)]
+        assert np.linalg.norm(residual / scale) < np.linalg.norm((target[list(MATCHED)] - learned) / scale)
 
 
 @pytest.fixture(scope="module")
@@ -131,24 +170,6 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     voices = {"anna": {"gender": "female", "language": "zh"}, "ben": {"gender": "male", "language": "en"}}
     make_random_bundle(path, preset="tiny", vocab=Vocabulary.default().to_dict(), seed=0, voices=voices)
     return path
-
-
-def test_model_measurement_reads_the_predictors_and_ignores_a_stored_prior(model_dir: Path, tmp_path: Path) -> None:
-    synth = Synthesizer(model_dir, device="cpu")
-    sentences = ("The cat sat on the mat.", "今天天气很好。")
-    own = model_prosody(synth, sentences)
-    assert set(own) == {"happy", "sad", "angry", "surprised", "fearful", "disgusted"}
-    assert all(s.count == 2 and s.pitch_range > 0 and s.duration > 0 for s in own.values())
-    # A random model's emotions do differ a little: the measurement is not a constant.
-    assert any(abs(s.pitch_shift) > 1e-6 for s in own.values())
-    # A stored prior must not change what the model is measured to do on its own (it would be counted twice).
-    import shutil
-
-    copy = tmp_path / "with-prior"
-    shutil.copytree(model_dir, copy)
-    write_prior(copy, EmotionProsody({"happy": ProsodyShift(1.0, 2.0, 1.0, 0.5)}))
-    again = model_prosody(Synthesizer(copy, device="cpu"), sentences)
-    assert again["happy"] == own["happy"]
 
 
 def test_write_prior_keeps_the_rest_of_the_config(model_dir: Path, tmp_path: Path) -> None:
@@ -162,7 +183,7 @@ def test_write_prior_keeps_the_rest_of_the_config(model_dir: Path, tmp_path: Pat
     write_prior(copy, prior)
     after = json.loads((copy / "config.json").read_text())
     assert after.pop("emotion_prosody") == {
-        "sad": {"pitch_shift": -0.3, "pitch_range": 0.7, "energy_shift": -0.4, "duration": 1.1},
+        "sad": {"pitch_shift": -0.3, "pitch_range": 0.7, "energy_shift": -0.4, "duration": 1.1, "tilt": 0.0},
         "source": {"data": "x", "shards": ["a"]},
     }
     assert after == before
