@@ -11,7 +11,6 @@ import pytest
 
 from rtvox.models.bundle import ModelBundle, make_random_bundle
 from rtvox.models.prosody import EmotionProsody, ProsodyShift
-from rtvox.runtime import Synthesizer
 from rtvox.text import Vocabulary
 from rtvox.training.data import AcousticSet, PackInfo
 from rtvox.training.prosody_prior import (
