@@ -250,6 +250,8 @@ def solve_bounded(response: np.ndarray, want: np.ndarray, lo: np.ndarray, hi: np
 def calibrate(renderer: ModelRenderer, data: dict[str, ProsodyStats]) -> tuple[dict[str, ProsodyShift], dict[str, Any]]:
     """Solve each emotion's knobs so the model's renderings move like the data (see the module doc). Returns the
     prior entries and the measurements behind them (the model's own effect, the response matrix, the result)."""
+    if not data:  # no emotional speech in the data: the identity prior, nothing to render
+        return {}, {}
     neutral = renderer.features("neutral", ProsodyShift())  # [V, F]
     k, m = len(KNOBS), list(MATCHED)
     # Each feature in units of its spread over the data's emotions, so dB and log-Hz weigh alike.
