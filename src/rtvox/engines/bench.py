@@ -53,6 +53,7 @@ def text_chunks(bundle: ModelBundle, text: str, seconds: float, *, single: bool 
     """The text's chunks as batch-1 inputs (default voice, neutral), frames shared in proportion to phonemes.
     single: all phonemes in one row (the batch sweep's unit of work; the Synthesizer would split it)."""
     from rtvox.models.emotion import fuse_condition
+    from rtvox.models.prosody import IDENTITY_ROW
     from rtvox.text import Frontend, Vocabulary
 
     vocab = Vocabulary.from_dict(bundle.vocab)
@@ -71,7 +72,14 @@ def text_chunks(bundle: ModelBundle, text: str, seconds: float, *, single: bool 
     one = torch.ones(1)
     return [
         PipelineInputs(
-            torch.tensor([i]), torch.ones(1, len(i), dtype=torch.bool), cond, one, torch.tensor([t]), one, one
+            torch.tensor([i]),
+            torch.ones(1, len(i), dtype=torch.bool),
+            cond,
+            one,
+            torch.tensor([t]),
+            one,
+            one,
+            torch.tensor([IDENTITY_ROW]),
         )
         for i, t in zip(ids, targets, strict=True)
     ]

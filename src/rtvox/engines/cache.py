@@ -38,8 +38,9 @@ def default_cache_dir() -> Path:
 
 
 # Bump when a module's forward changes what it computes, so engines exported from the old graph are not reused
-# (2, 2026-12-03: the variance adaptor no longer clamps predicted energy at 0).
-GRAPH_VERSION = 2
+# (2, 2026-12-03: the variance adaptor no longer clamps predicted energy at 0; 3: acoustic_encode takes the
+# emotion prosody prior's `prosody` row, an eighth input).
+GRAPH_VERSION = 3
 
 
 def runtime_versions() -> dict[str, str]:

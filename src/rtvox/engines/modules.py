@@ -19,6 +19,7 @@ from rtvox.constants import N_MELS, SPEAKER_EMBED_DIM
 from rtvox.engines.shapes import MODULE_INPUTS, ShapeProfile
 from rtvox.errors import InputError, ModelError
 from rtvox.models.acoustic import AcousticDecodeStep, AcousticEncodeStep, AcousticModel
+from rtvox.models.prosody import IDENTITY_ROW
 
 ModuleFn = Callable[..., Tensor | tuple[Tensor, ...]]
 
@@ -93,6 +94,8 @@ def make_inputs(
             t = torch.zeros(shape, dtype=torch.long)
         elif spec.name in ("speed", "pitch_scale", "energy_scale"):
             t = torch.ones(shape)
+        elif spec.name == "prosody":
+            t = torch.tensor(IDENTITY_ROW).expand(shape).clone()
         elif spec.name in ("mel", "mels"):
             t = torch.randn(shape, generator=g) - 4.0 if spec.name == "mel" else torch.rand(shape, generator=g)
         else:

@@ -15,6 +15,7 @@ from torch import Tensor
 
 from rtvox.constants import HOP_LENGTH, SPEAKER_EMBED_DIM
 from rtvox.engines.base import Engine
+from rtvox.models.prosody import IDENTITY_ROW
 
 _MEL: dict[str, torch.nn.Module] = {}
 
@@ -47,6 +48,7 @@ class PipelineInputs:
     target_frames: Tensor  # Long[B], 0 = natural length
     pitch_scale: Tensor  # [B]
     energy_scale: Tensor  # [B]
+    prosody: Tensor  # [B, 4] emotion prosody prior rows (IDENTITY_ROW: none)
 
     def tensors(self, device: torch.device | str) -> tuple[Tensor, ...]:
         return tuple(
@@ -59,6 +61,7 @@ class PipelineInputs:
                 self.target_frames,
                 self.pitch_scale,
                 self.energy_scale,
+                self.prosody,
             )
         )
 
@@ -75,7 +78,8 @@ def random_inputs(
     cond[:, :SPEAKER_EMBED_DIM] = torch.nn.functional.normalize(cond[:, :SPEAKER_EMBED_DIM].abs(), dim=-1)
     target = torch.tensor(targets if targets is not None else [0] * b, dtype=torch.long)
     ones = torch.ones(b)
-    return PipelineInputs(phonemes, mask, cond, ones.clone(), target, ones.clone(), ones.clone())
+    prosody = torch.tensor(IDENTITY_ROW).repeat(b, 1)
+    return PipelineInputs(phonemes, mask, cond, ones.clone(), target, ones.clone(), ones.clone(), prosody)
 
 
 def run_pipeline(engines: dict[str, Engine], inputs: PipelineInputs, device: torch.device) -> tuple[Tensor, Tensor]:

@@ -73,6 +73,9 @@ MODULE_INPUTS: dict[str, tuple[InputSpec, ...]] = {
         InputSpec("target_frames", ("batch",), "long", 0),
         InputSpec("pitch_scale", ("batch",), "float", 1.0),
         InputSpec("energy_scale", ("batch",), "float", 1.0),
+        # the emotion prosody prior's row (pitch shift, pitch range, energy shift, duration); padding rows
+        # repeat a real row (CompiledEngine), so the scalar pad is never read
+        InputSpec("prosody", ("batch", 4), "float", 0.0),
     ),
     "acoustic_decode": (
         InputSpec("hidden", ("batch", "phonemes", "dim")),

@@ -214,15 +214,20 @@ class AcousticModel(nn.Module):
         target_frames: Tensor,
         pitch_scale: Tensor,
         energy_scale: Tensor,
+        prosody: Tensor,
     ) -> tuple[Tensor, Tensor]:
         """phonemes Long[B, N], phoneme_mask Bool[B, N], cond [B, C], speed [B], target_frames Long[B]
-        (0 = free), pitch_scale [B], energy_scale [B] -> (hidden [B, N, D], durations Long[B, N]).
+        (0 = free), pitch_scale [B], energy_scale [B], prosody [B, 4] (the emotion prosody prior's row:
+        pitch shift, pitch range, energy shift, duration ratio; identity (0, 1, 0, 1))
+        -> (hidden [B, N, D], durations Long[B, N]).
 
         Free rows get round(predicted / speed) frames, >= 1 per real phoneme; rows with target_frames > 0 get
         durations summing exactly to the target (speed ignored). Padding phonemes get 0 frames.
         """
         x = self._encode_text(phonemes, phoneme_mask, cond)
-        hidden, durations = self.variance.infer(x, phoneme_mask, speed, target_frames, pitch_scale, energy_scale)
+        hidden, durations = self.variance.infer(
+            x, phoneme_mask, speed, target_frames, pitch_scale, energy_scale, prosody
+        )
         return masked_fill_zero(hidden, phoneme_mask), durations
 
     def decode(self, hidden: Tensor, durations: Tensor, max_frames: int | None = None) -> Tensor:
@@ -255,9 +260,12 @@ class AcousticModel(nn.Module):
         target_frames: Tensor,
         pitch_scale: Tensor,
         energy_scale: Tensor,
+        prosody: Tensor,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Same inputs as `encode` -> (mel [B, n_mels, T], mel_lengths Long[B], durations Long[B, N])."""
-        hidden, durations = self.encode(phonemes, phoneme_mask, cond, speed, target_frames, pitch_scale, energy_scale)
+        hidden, durations = self.encode(
+            phonemes, phoneme_mask, cond, speed, target_frames, pitch_scale, energy_scale, prosody
+        )
         return self.decode(hidden, durations), durations.sum(1), durations
 
     forward = infer
@@ -325,8 +333,9 @@ class AcousticEncodeStep(nn.Module):
         target_frames: Tensor,
         pitch_scale: Tensor,
         energy_scale: Tensor,
+        prosody: Tensor,
     ) -> tuple[Tensor, Tensor]:
-        return self.model.encode(phonemes, phoneme_mask, cond, speed, target_frames, pitch_scale, energy_scale)
+        return self.model.encode(phonemes, phoneme_mask, cond, speed, target_frames, pitch_scale, energy_scale, prosody)
 
 
 class AcousticDecodeStep(nn.Module):

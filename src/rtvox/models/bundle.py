@@ -40,6 +40,7 @@ from rtvox.fsutil import atomic_write_bytes
 from rtvox.models.acoustic import AcousticConfig, AcousticModel
 from rtvox.models.emotion import EmotionConfig, EmotionEncoder, EmotionTable
 from rtvox.models.layers import count_parameters
+from rtvox.models.prosody import EmotionProsody
 from rtvox.models.vocoder import (
     AnyVocoder,
     AnyVocoderConfig,
@@ -77,6 +78,8 @@ class ModelConfig:
     # Frontend symbols the acoustic model never sees: they get 0 frames. Models trained with word and phrase
     # boundaries dropped (a learned aligner lets silent boundary tokens swallow speech) list ("#1", "#2").
     skip_symbols: tuple[str, ...] = ()
+    # Data-derived per-emotion prosody applied at inference (rtvox.models.prosody); absent = identity.
+    emotion_prosody: EmotionProsody = dataclasses.field(default_factory=EmotionProsody)
     format_version: int = FORMAT_VERSION
 
     # whole-model preset → (acoustic, vocoder, emotion) presets
@@ -122,6 +125,11 @@ class ModelConfig:
         for key in ("acoustic", "vocoder", "emotion"):
             data[key] = data[key].to_dict()
         data["skip_symbols"] = list(self.skip_symbols)
+        prior = self.emotion_prosody.to_dict()
+        if prior:
+            data["emotion_prosody"] = prior
+        else:  # the identity prior writes no key: config.json (and so model_hash) stays as before
+            del data["emotion_prosody"]
         return data
 
     @classmethod
@@ -130,6 +138,7 @@ class ModelConfig:
         data["acoustic"] = AcousticConfig.from_dict(data["acoustic"])
         data["vocoder"] = vocoder_config_from_dict(data["vocoder"])
         data["emotion"] = EmotionConfig.from_dict(data["emotion"])
+        data["emotion_prosody"] = EmotionProsody.from_dict(data.get("emotion_prosody", {}))
         try:
             return cls(**data)
         except (TypeError, ValueError) as e:

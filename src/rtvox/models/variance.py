@@ -10,6 +10,12 @@ Representations (the training pipeline must produce targets in these units):
 - energy: per-phoneme mean of the frame energy (mean log-mel), z-normalized the same way; `energy_scale`
   scales the deviation. Negative values are real (quieter than average): an inference-time clamp at 0, which
   the training targets never had, cost rtvox-small 2.0.0 13 points of English WER (docs/QUALITY.md).
+Emotion prosody prior (`prosody` [B, 4] = pitch shift, pitch range ratio, energy shift, duration ratio;
+identity row (0, 1, 0, 1)): a data-derived per-emotion correction applied explicitly at inference, because the
+learned emotion conditioning moves the predictions only a fifth of the way the training data does
+(rtvox.models.prosody). Durations are multiplied before the length regulator (so an exact target stays exact);
+pitch becomes p + (range - 1)·(p - mean(p)) + shift (the identity row leaves p bit for bit), energy e + shift;
+the user's pitch_scale / energy_scale apply after.
 Both values are phoneme-level (one number per phoneme, not per frame), which keeps the adaptor a pure
 function of [B, N] tensors, and are fed back through a small 1-D convolution of the scalar (FastPitch) rather
 than FastSpeech2's bucketize + embedding, which has no ONNX/TensorRT-native equivalent.
@@ -83,7 +89,8 @@ class VarianceAdaptor(nn.Module):
     """Owns the three predictors and the pitch/energy embeddings; works at phoneme level on [B, N, D].
 
     `forward_train` uses teacher pitch/energy (teacher forcing) and returns the predictions for the losses;
-    `infer` uses its own predictions, applies the per-request scales and returns integer durations.
+    `infer` uses its own predictions, applies the prosody prior and the per-request scales and returns integer
+    durations.
     """
 
     def __init__(self, dim: int, channels: int, kernel: int, dropout: float = 0.0) -> None:
@@ -114,16 +121,28 @@ class VarianceAdaptor(nn.Module):
         target_frames: Tensor,
         pitch_scale: Tensor,
         energy_scale: Tensor,
+        prosody: Tensor,
     ) -> tuple[Tensor, Tensor]:
-        # x: [B, N, D], mask: Bool[B, N], speed/pitch_scale/energy_scale: Float[B], target_frames: Long[B]
+        # x: [B, N, D], mask: Bool[B, N], speed/pitch_scale/energy_scale: Float[B], target_frames: Long[B],
+        # prosody: Float[B, 4] (pitch shift, pitch range, energy shift, duration ratio)
         # -> (x + embeddings [B, N, D], durations Long[B, N])
         frames = torch.expm1(self.duration(x, mask)).clamp_min(0.0)  # [B, N] continuous frames at speed 1
+        frames = frames * prosody[:, 3:4]
         durations = regulate_durations(frames, mask, speed, target_frames)
-        pitch = self.pitch(x, mask) * pitch_scale[:, None]
+        pitch = self.pitch(x, mask)
+        # (range - 1)·deviation, not (p - mean)·range + mean: the identity row then changes nothing, bit for bit
+        pitch = pitch + (prosody[:, 1:2] - 1.0) * (pitch - masked_mean(pitch, mask)) + prosody[:, 0:1]
+        pitch = pitch * pitch_scale[:, None]
         x = x + self.pitch_embed(pitch, mask)
-        energy = self.energy(x, mask) * energy_scale[:, None]
+        energy = (self.energy(x, mask) + prosody[:, 2:3]) * energy_scale[:, None]
         x = x + self.energy_embed(energy, mask)
         return x, durations
+
+
+def masked_mean(values: Tensor, mask: Tensor) -> Tensor:
+    """values: [B, N], mask: Bool[B, N] -> [B, 1] mean over each row's real positions (0 for an empty row)."""
+    m = mask.to(values.dtype)
+    return (values * m).sum(1, keepdim=True) / m.sum(1, keepdim=True).clamp_min(1.0)
 
 
 # ---------------------------------------------------------------------------------------------- durations

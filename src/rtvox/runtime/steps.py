@@ -16,6 +16,7 @@ import torch
 
 from rtvox.constants import HOP_LENGTH
 from rtvox.engines import Engine
+from rtvox.models.prosody import IDENTITY_ROW, ProsodyRow, tilt_mel
 from rtvox.runtime.streaming import DEFAULT_BATCH_WINDOW_FRAMES, DEFAULT_MAX_ROWS, vocode_batched
 from rtvox.runtime.types import AudioChunk, SynthesisRequest
 
@@ -54,6 +55,9 @@ class PreparedRequest:
     normalized: str  # the whole normalized text
     chunks: tuple[PreparedChunk, ...]  # in stream order, at least one
     cond: torch.Tensor  # [1, C] speaker ⊕ α·emotion, on the preparing synthesizer's device
+    # the emotion prosody prior's row for this request (IDENTITY_ROW: none, neutral, or an emotion reference clip)
+    prosody: ProsodyRow = IDENTITY_ROW
+    tilt: float = 0.0  # the prior's spectral tilt, added to each decoded mel before the vocoder
 
     @property
     def phoneme_count(self) -> int:
@@ -74,12 +78,15 @@ class ChunkJob:
     index: int  # position of the chunk in prepared.chunks
 
 
-def encode_inputs(
-    rows: Sequence[tuple[Sequence[int], torch.Tensor, SynthesisRequest, int]], device: torch.device
-) -> tuple[torch.Tensor, ...]:
-    """(ids, cond[1, C], request, target frames) per row -> the 7 inputs of acoustic_encode, padded to the longest.
+EncodeRow = tuple[Sequence[int], torch.Tensor, SynthesisRequest, int, ProsodyRow]
 
-    phonemes Long[B, N] (0 = pad id), mask Bool[B, N], cond [B, C], speed [B], target Long[B], pitch [B], energy [B].
+
+def encode_inputs(rows: Sequence[EncodeRow], device: torch.device) -> tuple[torch.Tensor, ...]:
+    """(ids, cond[1, C], request, target frames, prosody row) per row -> the 8 inputs of acoustic_encode, padded
+    to the longest.
+
+    phonemes Long[B, N] (0 = pad id), mask Bool[B, N], cond [B, C], speed [B], target Long[B], pitch [B], energy [B],
+    prosody [B, 5].
     """
     n = max(len(r[0]) for r in rows)
     phonemes = torch.zeros(len(rows), n, dtype=torch.long)
@@ -92,7 +99,8 @@ def encode_inputs(
     target = torch.tensor([r[3] for r in rows], dtype=torch.long)
     pitch = torch.tensor([r[2].pitch_scale for r in rows], dtype=torch.float32)
     energy = torch.tensor([r[2].energy_scale for r in rows], dtype=torch.float32)
-    return tuple(t.to(device) for t in (phonemes, mask, cond, speed, target, pitch, energy))
+    prosody = torch.tensor([r[4] for r in rows], dtype=torch.float32)  # [B, 5]
+    return tuple(t.to(device) for t in (phonemes, mask, cond, speed, target, pitch, energy, prosody))
 
 
 def allocate_frames(natural: list[int], total: int) -> list[int]:
@@ -108,11 +116,15 @@ def allocate_frames(natural: list[int], total: int) -> list[int]:
 
 
 def natural_frames(
-    engines: Mapping[str, Engine], chunks: Sequence[Sequence[int]], cond: torch.Tensor, request: SynthesisRequest
+    engines: Mapping[str, Engine],
+    chunks: Sequence[Sequence[int]],
+    cond: torch.Tensor,
+    request: SynthesisRequest,
+    prosody: ProsodyRow = IDENTITY_ROW,
 ) -> list[int]:
     """Each chunk's frame count with no target, from one batched acoustic_encode call."""
     device = cond.device
-    inputs = encode_inputs([(ids, cond, request, 0) for ids in chunks], device)
+    inputs = encode_inputs([(ids, cond, request, 0, prosody) for ids in chunks], device)
     _, durations = engines["acoustic_encode"](*inputs)[:2]
     return [int(d) for d in durations.sum(1).tolist()]
 
@@ -135,11 +147,14 @@ def run_chunk_step(
     rows = []
     for job in jobs:
         chunk = job.prepared.chunks[job.index]
-        rows.append((chunk.ids, job.prepared.cond, job.prepared.request, chunk.target_frames))
+        rows.append((chunk.ids, job.prepared.cond, job.prepared.request, chunk.target_frames, job.prepared.prosody))
     hidden, durations = engines["acoustic_encode"](*encode_inputs(rows, device))[:2]
     (mel,) = engines["acoustic_decode"](hidden, durations)  # [B, 80, T_max], silence past each row's end
     lengths = durations.sum(1).tolist()
-    mels = [mel[row, :, : int(t)] for row, t in enumerate(lengths)]
+    mels = [
+        tilt_mel(mel[row, :, : int(t)], job.prepared.tilt)
+        for row, (t, job) in enumerate(zip(lengths, jobs, strict=True))
+    ]
     audio = vocode_batched(
         engines["vocoder"], mels, context_frames=context_frames, window_frames=window_frames, max_rows=max_rows
     )

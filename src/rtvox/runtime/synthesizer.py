@@ -21,6 +21,7 @@ from rtvox.errors import AudioInputError, InputError, ModelError, TextError
 from rtvox.models.ar_bundle import ARBundle, load_bundle
 from rtvox.models.bundle import ModelBundle
 from rtvox.models.emotion import fuse_condition
+from rtvox.models.prosody import IDENTITY_ROW, ProsodyRow
 from rtvox.models.speaker import SpeakerEncoder, default_speaker_encoder_dir
 from rtvox.runtime.ar_steps import ARChunkStep, check_request
 from rtvox.runtime.cache import EmbeddingCache
@@ -237,6 +238,7 @@ class Synthesizer:
                 param="input",
             )
         cond = self.condition(request)
+        prosody, tilt = self.emotion_prosody(request)
         skip = self.bundle.config.skip_symbols
         encoded = [self.vocab.encode_for_model(chunk.phonemes, skip) for chunk in front.chunks]
         ids = [i for i, _ in encoded]
@@ -247,13 +249,15 @@ class Synthesizer:
             if isinstance(self.bundle, ARBundle):
                 natural = [len(i) for i in ids]
             else:
-                natural = natural_frames(self.engines, ids, cond, request)
+                natural = natural_frames(self.engines, ids, cond, request, prosody)
             targets = allocate_frames(natural, round(request.duration * FRAMES_PER_SECOND))
         chunks = tuple(
             PreparedChunk(text=c.text, phonemes=c.phonemes, ids=tuple(i), target_frames=t, positions=pos)
             for c, (i, pos), t in zip(front.chunks, encoded, targets, strict=True)
         )
-        prepared = PreparedRequest(request=request, normalized=front.normalized, chunks=chunks, cond=cond)
+        prepared = PreparedRequest(
+            request=request, normalized=front.normalized, chunks=chunks, cond=cond, prosody=prosody, tilt=tilt
+        )
         if isinstance(self.bundle, ARBundle):
             check_request(self.bundle, prepared)
         return prepared
@@ -284,6 +288,17 @@ class Synthesizer:
         from rtvox.runtime.offline import synthesize_many
 
         return synthesize_many(self, requests, max_batch=max_batch, progress=progress)
+
+    def emotion_prosody(self, request: SynthesisRequest) -> tuple[ProsodyRow, float]:
+        """The emotion prosody prior (model config `emotion_prosody`) of a label request at its α: the acoustic
+        model's prosody row and the spectral tilt added to its mel.
+
+        An emotion reference clip gets the identity: its emotion reaches the model only through the learned
+        embedding (the clip's own prosody is not a label's average). So does the AR family (no such input)."""
+        if request.emotion_ref is not None or not isinstance(self.bundle, ModelBundle):
+            return IDENTITY_ROW, 0.0
+        prior = self.bundle.config.emotion_prosody
+        return prior.row(request.emotion, request.emotion_alpha), prior.tilt(request.emotion, request.emotion_alpha)
 
     def condition(self, request: SynthesisRequest) -> torch.Tensor:
         """cond[1, C] = speaker ⊕ α·emotion."""

@@ -187,11 +187,26 @@ def export(
     name: Annotated[str, typer.Option("--name")] = "rtvox-base",
     version: Annotated[str, typer.Option("--version")] = "1.0.0",
 ) -> None:
-    """Build a model directory (fp16 safetensors, voices, config) from snapshots."""
+    """Build a model directory (fp16 safetensors, voices, config with the emotion prosody prior) from snapshots."""
     from rtvox.training.export import export_bundle
 
     bundle = export_bundle(acoustic_snapshot, vocoder_snapshot, data, voices, out, name=name, version=version)
     typer.echo(f"wrote {out} ({', '.join(bundle.voices)})")
+
+
+@train_app.command("prosody-prior")
+def prosody_prior(
+    data: DataOpt,
+    model: Annotated[Path, typer.Option("--model", help="model directory whose config.json gets the prior")],
+) -> None:
+    """The emotion prosody prior: the data's per-emotion pitch/energy/duration shifts minus the model's own,
+    written into MODEL/config.json as "emotion_prosody"."""
+    from rtvox.training.prosody_prior import prosody_prior_command
+
+    prior = prosody_prior_command(data, model)
+    for emotion, shift in prior.shifts.items():
+        typer.echo(f"{emotion:10s} {shift.to_dict()}")
+    typer.echo(f"wrote {model / 'config.json'}")
 
 
 @train_app.command("export-ar")

@@ -1,6 +1,7 @@
 """Assemble a shipped model directory from training snapshots and the packed corpus's speaker embeddings.
 
-Built-in voices are corpus speakers: each voice's embedding is the renormalized mean GE2E embedding of that
+The config gets the emotion prosody prior (rtvox.training.prosody_prior) from the same data. Built-in voices are
+corpus speakers: each voice's embedding is the renormalized mean GE2E embedding of that
 speaker's neutral training utterances (the same encoder a user's reference clip goes through, so built-in and
 cloned voices live in one space).
 """
@@ -21,12 +22,12 @@ from rtvox.models.vocoder import build_vocoder, vocoder_preset
 from rtvox.text.vocab import Vocabulary
 from rtvox.training.acoustic import build_modules
 from rtvox.training.checkpoint import load_snapshot
-from rtvox.training.data import load_acoustic
+from rtvox.training.data import AcousticSet, load_acoustic
+from rtvox.training.prosody_prior import prosody_prior_for
 
 
-def speaker_means(data_dir: Path) -> dict[str, np.ndarray]:
+def speaker_means(data: AcousticSet) -> dict[str, np.ndarray]:
     """Corpus speaker -> unit-norm mean GE2E embedding over its neutral utterances (all when none)."""
-    data = load_acoustic(data_dir)
     neutral = data.info.emotions.index("neutral")
     out: dict[str, np.ndarray] = {}
     for index, name in enumerate(data.info.speakers):
@@ -39,17 +40,17 @@ def speaker_means(data_dir: Path) -> dict[str, np.ndarray]:
     return out
 
 
-def builtin_voices(data_dir: Path, voices_file: Path) -> tuple[dict[str, torch.Tensor], list[dict[str, Any]], str]:
+def builtin_voices(data: AcousticSet, voices_file: Path) -> tuple[dict[str, torch.Tensor], list[dict[str, Any]], str]:
     """The built-in voices of `voices_file` (JSON: {"default": name, "voices": [{name, speaker, ...}]}) from the
     corpus speakers' mean embeddings: (name -> embedding, voices.json entries, default voice name)."""
     spec: dict[str, Any] = json.loads(voices_file.read_text(encoding="utf-8"))
-    means = speaker_means(data_dir)
+    means = speaker_means(data)
     voices: dict[str, torch.Tensor] = {}
     meta: list[dict[str, Any]] = []
     for entry in spec["voices"]:
         speaker = entry["speaker"]
         if speaker not in means:
-            raise InputError(f"voice {entry['name']!r}: corpus speaker {speaker!r} is not in {data_dir}")
+            raise InputError(f"voice {entry['name']!r}: corpus speaker {speaker!r} is not in the packed data")
         voices[entry["name"]] = torch.from_numpy(means[speaker])
         meta.append({k: v for k, v in entry.items() if k != "speaker"} | {"description": entry.get("description", "")})
     return voices, meta, spec.get("default", meta[0]["name"])
@@ -79,7 +80,8 @@ def export_bundle(
     load_snapshot(acoustic_snapshot, modules)
     vocoder = build_vocoder(config.vocoder)
     load_snapshot(vocoder_snapshot, {"vocoder": vocoder})
-    voices, meta, default = builtin_voices(data_dir, voices_file)
+    data = load_acoustic(data_dir)
+    voices, meta, default = builtin_voices(data, voices_file)
     config = dataclasses.replace(config, default_voice=default)
     bundle = ModelBundle(
         config,
@@ -92,4 +94,6 @@ def export_bundle(
         vocab.to_dict(),
         model_card=model_card,
     )
-    return ModelBundle.load(bundle.save(out))
+    bundle.save(out)
+    prosody_prior_for(out, data, data_dir)  # needs the saved directory: it calibrates against the model itself
+    return ModelBundle.load(out)

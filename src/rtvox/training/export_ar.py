@@ -20,6 +20,7 @@ from rtvox.models.vocoder import build_vocoder, vocoder_preset
 from rtvox.text.vocab import Vocabulary
 from rtvox.training.ar import SKIP_SYMBOLS, ar_config
 from rtvox.training.checkpoint import PROGRESS_NAME, load_snapshot
+from rtvox.training.data import load_acoustic
 from rtvox.training.export import builtin_voices
 
 
@@ -59,7 +60,7 @@ def export_ar_bundle(
     load_snapshot(ar_snapshot, {"ar": gpt, "emotion_table": table})
     vocoder = build_vocoder(vocoder_preset(_progress(vocoder_snapshot, None).get("preset", "vocos-small")))
     load_snapshot(vocoder_snapshot, {"vocoder": vocoder})
-    voices, meta, default = builtin_voices(data_dir, voices_file)
+    voices, meta, default = builtin_voices(load_acoustic(data_dir), voices_file)
     vocab = Vocabulary.default()
     config = ARModelConfig(
         name=name,

@@ -23,12 +23,17 @@ SLOW = os.environ.get("RTVOX_TEST_SLOW_ENGINES") == "1"
 slow = pytest.mark.skipif(not SLOW, reason="compiles several graphs; set RTVOX_TEST_SLOW_ENGINES=1")
 # (row lengths in phonemes, exact frame targets): one short row, one long row, a ragged batch of two.
 CASES = [([5], [40]), ([37], [0]), ([9, 60], [70, 250])]
+# Emotion prosody rows (pitch shift, range, energy shift, duration), none the identity: the prior's arithmetic
+# is part of the compiled graph and must match eager too.
+PROSODY = [(0.6, 1.3, 0.2, 0.9), (-0.4, 0.65, -0.5, 1.2)]
 
 
 def _inputs(bundle: ModelBundle, case: int, seed: int) -> tuple[torch.Tensor, ...]:
     lengths, targets = CASES[case]
     cfg = bundle.config.acoustic
-    return random_inputs(lengths, cfg.cond_dim, cfg.vocab_size, targets, seed=seed).tensors(CPU)
+    inputs = random_inputs(lengths, cfg.cond_dim, cfg.vocab_size, targets, seed=seed).tensors(CPU)
+    prosody = torch.tensor([PROSODY[(case + row) % len(PROSODY)] for row in range(len(lengths))])
+    return (*inputs[:-1], prosody)
 
 
 def _eager(bundle: ModelBundle) -> dict[str, Engine]:

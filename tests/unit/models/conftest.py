@@ -12,6 +12,7 @@ import torch
 from rtvox.constants import SPEAKER_EMBED_DIM
 from rtvox.models.acoustic import AcousticConfig, AcousticModel
 from rtvox.models.bundle import make_random_bundle
+from rtvox.models.prosody import IDENTITY_ROW
 
 VOCAB_SIZE = 40
 TINY_COND_DIM = AcousticConfig.preset("tiny", vocab_size=VOCAB_SIZE).cond_dim
@@ -27,8 +28,16 @@ def tiny_acoustic(seed: int = 0) -> AcousticModel:
     return model
 
 
-def make_request(lengths: list[int], *, seed: int = 0, targets: list[int] | None = None, speed: float = 1.0) -> Request:
-    """(phonemes, mask, cond, speed, target_frames, pitch_scale, energy_scale) for rows of these lengths."""
+def make_request(
+    lengths: list[int],
+    *,
+    seed: int = 0,
+    targets: list[int] | None = None,
+    speed: float = 1.0,
+    prosody: tuple[float, float, float, float] = IDENTITY_ROW,
+) -> Request:
+    """(phonemes, mask, cond, speed, target_frames, pitch_scale, energy_scale, prosody) for rows of these
+    lengths."""
     g = torch.Generator().manual_seed(seed)
     b, n = len(lengths), max(lengths)
     mask = torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
@@ -37,12 +46,12 @@ def make_request(lengths: list[int], *, seed: int = 0, targets: list[int] | None
     cond[:, :SPEAKER_EMBED_DIM] = torch.nn.functional.normalize(cond[:, :SPEAKER_EMBED_DIM].abs(), dim=-1)
     target = torch.tensor(targets if targets is not None else [0] * b, dtype=torch.long)
     ones = torch.ones(b)
-    return phonemes, mask, cond, ones * speed, target, ones.clone(), ones.clone()
+    return phonemes, mask, cond, ones * speed, target, ones.clone(), ones.clone(), torch.tensor([prosody] * b)
 
 
 def row(request: Request, i: int, length: int) -> Request:
     """Row i of a batched request, cut to its real length (what a batch of one would hold)."""
-    phonemes, mask, cond, speed, target, pitch, energy = request
+    phonemes, mask, cond, speed, target, pitch, energy, prosody = request
     return (
         phonemes[i : i + 1, :length],
         mask[i : i + 1, :length],
@@ -51,6 +60,7 @@ def row(request: Request, i: int, length: int) -> Request:
         target[i : i + 1],
         pitch[i : i + 1],
         energy[i : i + 1],
+        prosody[i : i + 1],
     )
 
 

@@ -85,11 +85,11 @@ def test_padding_does_not_change_a_sequence(acoustic: AcousticModel, targets: li
 
 
 def test_pitch_and_energy_scales_change_the_output(acoustic: AcousticModel) -> None:
-    phonemes, mask, cond, speed, target, pitch, energy = make_request([6])
+    phonemes, mask, cond, speed, target, pitch, energy, prosody = make_request([6])
     with torch.no_grad():
-        base, _ = acoustic.encode(phonemes, mask, cond, speed, target, pitch, energy)
-        flat, _ = acoustic.encode(phonemes, mask, cond, speed, target, pitch * 0, energy)
-        loud, _ = acoustic.encode(phonemes, mask, cond, speed, target, pitch, energy * 2)
+        base, _ = acoustic.encode(phonemes, mask, cond, speed, target, pitch, energy, prosody)
+        flat, _ = acoustic.encode(phonemes, mask, cond, speed, target, pitch * 0, energy, prosody)
+        loud, _ = acoustic.encode(phonemes, mask, cond, speed, target, pitch, energy * 2, prosody)
     assert not torch.allclose(base, flat) and not torch.allclose(base, loud)
 
 

@@ -32,7 +32,7 @@ class _DataDependentDecode(torch.nn.Module):
 def test_export_encode_and_decode_with_dynamic_shapes(acoustic: AcousticModel) -> None:
     example = make_request([9, 5], targets=[0, 30])
     b, bn = {0: BATCH}, {0: BATCH, 1: PHONEMES}
-    encoder = export(AcousticEncodeStep(acoustic), example, dynamic_shapes=(bn, bn, b, b, b, b, b), strict=False)
+    encoder = export(AcousticEncodeStep(acoustic), example, dynamic_shapes=(bn, bn, b, b, b, b, b, b), strict=False)
     hidden, durations = acoustic.encode(*example)
     frame_mask = torch.arange(64)[None] < durations.sum(1, keepdim=True)
     decoder = export(

@@ -105,7 +105,14 @@ def test_chunk_audio_equals_one_shot_vocoding_of_its_mel(rsynth: Synthesizer) ->
         with torch.inference_mode():
             acoustic = rsynth.bundle.acoustic
             hidden, durations = acoustic.encode(
-                ids, mask, prepared.cond, one, torch.zeros(1, dtype=torch.long), one, one
+                ids,
+                mask,
+                prepared.cond,
+                one,
+                torch.zeros(1, dtype=torch.long),
+                one,
+                one,
+                torch.tensor([prepared.prosody]),
             )
             want = rsynth.bundle.vocoder(acoustic.decode(hidden, durations))[0].numpy()
         assert chunk.durations == tuple(durations[0].tolist())
