@@ -118,20 +118,48 @@ def test_drop_ids_removes_symbols_and_keeps_utterances_aligned(packed: Path) -> 
     assert drop_ids(data, set()) is data
 
 
+def test_held_out_sentences_keep_every_rendering_of_a_sentence_out_of_training(packed: Path) -> None:
+    from rtvox.training.ar import held_out_sentences
+    from rtvox.training.data import load_acoustic
+
+    data = load_acoustic(packed)
+    splits = [held_out_sentences(data, share=share) for share in (0.25, 0.5, 0.75)]  # 4 sentences: some split
+    train, val = next((t, v) for t, v in splits if len(t) and len(v))
+    assert sorted([*train, *val]) == list(range(len(data)))
+
+    def text(u: int) -> bytes:
+        return data.ids[data.ph_off[u] : data.ph_off[u + 1]].tobytes()
+
+    assert not {text(u) for u in train} & {text(u) for u in val}  # no sentence on both sides
+    share = (0.25, 0.5, 0.75)[[len(v) for _, v in splits].index(len(val))]
+    again_train, again_val = held_out_sentences(data, share=share)
+    assert (again_train == train).all() and (again_val == val).all()  # the same split every run
+    assert len(held_out_sentences(data, share=0.0)[1]) == 0
+
+
 def test_ar_family_trainers_run_resume_and_snapshot(packed: Path, tmp_path: Path) -> None:
     import torch
 
     from rtvox.models.ar import ARDecoder
     from rtvox.runtime.ar import ARDecodeEngine, ARRequest
-    from rtvox.training.ar import ARRun, train_ar, train_codec
+    from rtvox.text.vocab import Vocabulary
+    from rtvox.training.ar import SKIP_SYMBOLS, ARRun, held_out_sentences, train_ar, train_codec
     from rtvox.training.checkpoint import load_snapshot
+    from rtvox.training.data import drop_ids, load_acoustic
 
-    codec_run = ARRun(packed, tmp_path / "codec", preset="tiny", device="cpu", max_steps=2, batch=4, segment=32)
-    assert train_codec(codec_run)["step"] == 2
-    ar_run = ARRun(packed, tmp_path / "ar", preset="tiny", codec=tmp_path / "codec" / "snapshot", device="cpu")
+    vocab = Vocabulary.default()  # the trainers' view of the data: word/phrase boundaries dropped
+    data = drop_ids(load_acoustic(packed), {vocab.id(symbol) for symbol in SKIP_SYMBOLS})
+    # a share that holds out some of the fixture's 4 sentences, not all
+    share = next(s for s in (0.25, 0.5, 0.75) if all(len(part) for part in held_out_sentences(data, s)))
+    kw = dict(preset="tiny", device="cpu", val_share=share)
+    codec_run = ARRun(packed, tmp_path / "codec", max_steps=2, batch=2, segment=32, **kw)  # type: ignore[arg-type]
+    codec_progress = train_codec(codec_run)
+    assert codec_progress["step"] == 2 and codec_progress["val_mel_l1"] > 0  # held-out sentences scored
+    ar_run = ARRun(packed, tmp_path / "ar", codec=tmp_path / "codec" / "snapshot", **kw)  # type: ignore[arg-type]
     ar_run.max_steps, ar_run.batch_frames = 2, 2000
     progress = train_ar(ar_run)
     assert progress["step"] == 2 and progress["n_codes"] == 32
+    assert progress["val_ce"] > 0 and 0 <= progress["val_accuracy"] <= 1 and progress["val_utterances"] >= 2
     ar_run.max_steps = 3
     assert train_ar(ar_run)["step"] == 3  # resumed from state.pt
     # the snapshot loads into a fresh decoder and decodes with an exact token count

@@ -13,6 +13,7 @@ Both are time-boxed, resumable (state.pt) and write fp16 snapshots, like the oth
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 import time
@@ -42,6 +43,8 @@ from rtvox.training.data import AcousticSet, LengthBatcher, collate_acoustic, dr
 
 P_FREE_LENGTH = 0.3  # rows trained without a token count
 P_NO_EMOTION = 0.1
+VAL_SHARE = 0.03  # sentences held out of training and scored at every save (all their speakers and emotions)
+VAL_BATCH = 16
 SKIP_SYMBOLS = (WORD, PHRASE)  # boundaries the GPT never sees (a model directory's skip_symbols)
 
 
@@ -65,10 +68,25 @@ class ARRun:
     device: str = "cuda"
     log_every: int = 100
     save_every_min: float = 2.0
+    val_share: float = VAL_SHARE  # share of sentences held out (held_out_sentences)
 
 
 def _lr(step: int, run: ARRun) -> float:
     return run.lr * min(1.0, (step + 1) / run.warmup)
+
+
+def held_out_sentences(data: AcousticSet, share: float = VAL_SHARE) -> tuple[np.ndarray, np.ndarray]:
+    """(training rows, validation rows). A sentence is held out with every utterance of it (each speaker and
+    emotion; the corpus renders the same text in many voices), chosen by a hash of its phoneme ids, so the split
+    is the same on every machine and run and a validation sentence's text is never trained on."""
+    picked = np.zeros(len(data), dtype=bool)
+    for u in range(len(data)):
+        key = hashlib.blake2b(data.ids[data.ph_off[u] : data.ph_off[u + 1]].tobytes(), digest_size=8).digest()
+        picked[u] = int.from_bytes(key, "little") % 10_000 < share * 10_000
+    rows = np.arange(len(data))
+    if picked.all():  # a tiny dataset of one sentence: train on it, validate on nothing
+        picked[:] = False
+    return rows[~picked], rows[picked]
 
 
 def _loop(
@@ -77,8 +95,24 @@ def _loop(
     batches: Callable[[], list[np.ndarray]],
     losses_of: Callable[[np.ndarray, int], dict[str, Tensor]],
     identity: dict[str, Any],
+    validate: Callable[[], dict[str, float]] | None = None,
 ) -> dict[str, Any]:
-    """The shared time-boxed, checkpointing loop: `losses_of(batch rows, step)` returns {"total": ..., ...}."""
+    """The shared time-boxed, checkpointing loop: `losses_of(batch rows, step)` returns {"total": ..., ...};
+    `validate()` (modules in eval mode, no gradients) scores the held-out sentences at every save and at the end,
+    logged as `val_*` and kept in progress.json."""
+
+    def scored(progress: dict[str, Any]) -> dict[str, Any]:
+        if validate is None:
+            return progress
+        for m in modules.values():
+            m.eval()
+        with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            val = {f"val_{k}": round(v, 4) for k, v in validate().items()}
+        for m in modules.values():
+            m.train()
+        log_step(run.run_dir, val, {"step": progress["step"]})
+        return progress | val
+
     t0 = time.monotonic()
     device = torch.device(run.device)
     progress: dict[str, Any] = {"step": 0, "seconds": 0.0, **identity}
@@ -104,11 +138,12 @@ def _loop(
                 log_step(run.run_dir, losses, extra)
             progress = {"step": step, "seconds": seconds0 + elapsed, **identity}
             if time.monotonic() - last_save > run.save_every_min * 60:
-                save_state(run.run_dir, modules, {"opt": opt}, progress)
+                save_state(run.run_dir, modules, {"opt": opt}, scored(progress))
                 last_save = time.monotonic()
             if elapsed > run.minutes * 60 or step >= run.max_steps:
                 done = True
                 break
+    progress = scored(progress)
     save_state(run.run_dir, modules, {"opt": opt}, progress)
     save_snapshot(run.run_dir / "snapshot", modules, progress)
     print(json.dumps({"final": progress}), flush=True)
@@ -148,10 +183,23 @@ def train_codec(run: ARRun) -> dict[str, Any]:
         raise ValueError(f"--segment must be a multiple of {config.downsample}")
     codec = MelCodec(config)
     rng = np.random.default_rng(run.seed)
+    train_rows, val_rows = held_out_sentences(data, run.val_share)
 
     def batches() -> list[np.ndarray]:
-        order = rng.permutation(len(data))
+        order = rng.permutation(train_rows)
         return [order[i : i + run.batch] for i in range(0, len(order) - run.batch + 1, run.batch)] or [order]
+
+    def validate() -> dict[str, float]:
+        """Mel L1 of whole held-out utterances through encode → decode (what the GPT's codes can at best give)."""
+        total, frames = 0.0, 0
+        for start in range(0, len(val_rows), VAL_BATCH):
+            batch = collate_acoustic(data, val_rows[start : start + VAL_BATCH], device)
+            t = batch["mel"].shape[2] // config.downsample * config.downsample
+            mel, mask = batch["mel"][:, :, :t], batch["frame_mask"][:, None, :t].float()
+            out, _ = codec(mel, batch["ge2e"])
+            total += float(((out.float() - mel).abs() * mask).sum()) / mel.shape[1]
+            frames += int(mask.sum())
+        return {"mel_l1": total / max(frames, 1), "utterances": float(len(val_rows))}
 
     def losses_of(rows: np.ndarray, step: int) -> dict[str, Tensor]:
         mel, ge2e = _segments(data, rows, run.segment, rng, device)
@@ -161,7 +209,8 @@ def train_codec(run: ARRun) -> dict[str, Any]:
         used = torch.tensor(float(codes.unique().numel()) / config.n_codes)
         return {"total": l1 + mse, "mel_l1": l1, "mel_mse": mse, "codebook_use": used}
 
-    return _loop(run, {"codec": codec}, batches, losses_of, {"preset": run.preset, "kind": "codec"})
+    identity = {"preset": run.preset, "kind": "codec"}
+    return _loop(run, {"codec": codec}, batches, losses_of, identity, validate if len(val_rows) else None)
 
 
 def train_ar(run: ARRun) -> dict[str, Any]:
@@ -177,9 +226,14 @@ def train_ar(run: ARRun) -> dict[str, Any]:
     config = ar_config(run.preset, codec.config.n_codes)
     gpt, table = ARDecoder(config), EmotionTable(EmotionConfig())
     ds = codec.config.downsample
-    batcher = LengthBatcher(data.mel_lengths, run.batch_frames, run.seed)
+    train_rows, val_rows = held_out_sentences(data, run.val_share)
+    batcher = LengthBatcher(data.mel_lengths[train_rows], run.batch_frames, run.seed)
 
-    def losses_of(rows: np.ndarray, step: int) -> dict[str, Tensor]:
+    def batches() -> list[np.ndarray]:
+        return [train_rows[b] for b in batcher.epoch()]
+
+    def losses_of(rows: np.ndarray, step: int, held_out: bool = False) -> dict[str, Tensor]:
+        """Teacher-forced loss; `held_out` scores as inference asks: every row with its token count and emotion."""
         batch = {k: v.to(device) for k, v in collate_acoustic(data, rows, torch.device("cpu")).items()}
         t = batch["mel"].shape[2] // ds * ds
         with torch.no_grad():
@@ -190,15 +244,26 @@ def train_ar(run: ARRun) -> dict[str, Any]:
         targets = torch.cat([codes.masked_fill(~real, -100), torch.full_like(codes[:, :1], -100)], dim=1)
         targets.scatter_(1, n_codes[:, None], config.eos)  # eos right after the last real code
         b = len(rows)
-        free = torch.rand(b, device=device) < P_FREE_LENGTH
+        free = torch.rand(b, device=device) < (0.0 if held_out else P_FREE_LENGTH)
         count = torch.where(free, torch.zeros_like(n_codes), n_codes.clamp(max=config.max_count))
-        alpha = (torch.rand(b, device=device) >= P_NO_EMOTION).float()
+        alpha = (torch.rand(b, device=device) >= (0.0 if held_out else P_NO_EMOTION)).float()
         cond = fuse_condition(batch["ge2e"], table(batch["emotion"]), alpha)
         logits = gpt(cond, count, batch["ids"], codes.masked_fill(~real, 0), batch["ph_len"])
         ce = F.cross_entropy(logits.float().transpose(1, 2), targets, ignore_index=-100)
         with torch.no_grad():
             acc = ((logits.argmax(-1) == targets) & (targets >= 0)).sum() / (targets >= 0).sum()
-        return {"total": ce, "ce": ce, "accuracy": acc}
+        return {"total": ce, "ce": ce, "accuracy": acc, "tokens": (targets >= 0).sum()}
+
+    def validate() -> dict[str, float]:
+        """Teacher-forced cross-entropy and next-code accuracy on the held-out sentences, token-weighted."""
+        ce, acc, tokens = 0.0, 0.0, 0
+        order = val_rows[np.argsort(data.mel_lengths[val_rows], kind="stable")]
+        for start in range(0, len(order), VAL_BATCH):
+            out = losses_of(order[start : start + VAL_BATCH], 0, held_out=True)
+            n = int(out["tokens"])
+            ce, acc, tokens = ce + float(out["ce"]) * n, acc + float(out["accuracy"]) * n, tokens + n
+        return {"ce": ce / max(tokens, 1), "accuracy": acc / max(tokens, 1), "utterances": float(len(val_rows))}
 
     identity = {"preset": run.preset, "kind": "ar", "n_codes": config.n_codes, "codec": str(run.codec)}
-    return _loop(run, {"ar": gpt, "emotion_table": table}, batcher.epoch, losses_of, identity)
+    modules = {"ar": gpt, "emotion_table": table}
+    return _loop(run, modules, batches, losses_of, identity, validate if len(val_rows) else None)
