@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from rtvox.models.bundle import make_random_bundle
 from rtvox.runtime import Synthesizer
-from rtvox.text import Vocabulary
 
 
 @pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("models") / "tiny"
-    voices = {"anna": {"gender": "female", "language": "zh"}, "ben": {"gender": "male", "language": "en"}}
-    make_random_bundle(path, preset="tiny", vocab=Vocabulary.default().to_dict(), seed=0, voices=voices)
-    return path
+def tiny_model(make_tiny_model: Callable[[str], Path]) -> Path:
+    return make_tiny_model("models")
 
 
 @pytest.fixture

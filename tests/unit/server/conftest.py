@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +12,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from rtvox.constants import SAMPLE_RATE
-from rtvox.models.bundle import make_random_bundle
 from rtvox.runtime import Synthesizer
 from rtvox.runtime.sched_types import QueueFullError
 from rtvox.runtime.types import AudioChunk, SynthesisRequest, SynthesisResult
 from rtvox.server import ServerConfig, create_app
-from rtvox.text import Vocabulary
 
 
 class FakeService:
@@ -73,11 +71,8 @@ class FakeService:
 
 
 @pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("models") / "tiny"
-    voices = {"anna": {"gender": "female", "language": "zh"}, "ben": {"gender": "male", "language": "en"}}
-    make_random_bundle(path, preset="tiny", vocab=Vocabulary.default().to_dict(), seed=0, voices=voices)
-    return path
+def tiny_model(make_tiny_model: Callable[[str], Path]) -> Path:
+    return make_tiny_model("models")
 
 
 @pytest.fixture

@@ -4,14 +4,14 @@ config.json, and measured on a real (tiny) model."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from rtvox.models.bundle import ModelBundle, make_random_bundle
+from rtvox.models.bundle import ModelBundle
 from rtvox.models.prosody import EmotionProsody, ProsodyShift
-from rtvox.text import Vocabulary
 from rtvox.training.data import AcousticSet, PackInfo
 from rtvox.training.prosody_prior import (
     FEATURES,
@@ -164,11 +164,8 @@ def test_calibration_makes_the_model_move_like_the_data() -> None:
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("prior") / "tiny"
-    voices = {"anna": {"gender": "female", "language": "zh"}, "ben": {"gender": "male", "language": "en"}}
-    make_random_bundle(path, preset="tiny", vocab=Vocabulary.default().to_dict(), seed=0, voices=voices)
-    return path
+def model_dir(make_tiny_model: Callable[[str], Path]) -> Path:
+    return make_tiny_model("prior")
 
 
 def test_write_prior_keeps_the_rest_of_the_config(model_dir: Path, tmp_path: Path) -> None:
