@@ -54,10 +54,12 @@ class _WorkerState:
 _worker: _WorkerState | None = None
 
 
-def _init_worker(seed: int, speakers: list[str] | None, eval_dir: str | None, out: str, f0_method: str) -> None:
+def _init_worker(
+    seed: int, speakers: list[str] | None, eval_dir: str | None, out: str, f0_method: str, text_mix: str = "v1"
+) -> None:
     global _worker
     guard = EvalGuard.from_dir(Path(eval_dir) if eval_dir else None)
-    plan = CorpusPlan(seed, speakers, SentenceGenerator(seed, guard))
+    plan = CorpusPlan(seed, speakers, SentenceGenerator(seed, guard, text_mix))
     profiles = load_profiles(Path(out) / PROFILES_NAME)
     _worker = _WorkerState(plan, TeacherPool(), Path(out), f0_method, profiles)
 
@@ -118,7 +120,11 @@ def build(args: argparse.Namespace) -> int:
             "warning: no evaluation sentences found (set --eval-dir); eval-overlap check is off",
             file=sys.stderr,
         )
-    plan = CorpusPlan(args.seed, args.speakers, SentenceGenerator(args.seed, guard))
+    built_mix = _built_text_mix(out)
+    if built_mix is not None and built_mix != args.text_mix:
+        print(f"error: {out} was built with --text-mix {built_mix}; resume it with the same mix", file=sys.stderr)
+        return 2
+    plan = CorpusPlan(args.seed, args.speakers, SentenceGenerator(args.seed, guard, args.text_mix))
     done = completed(manifest)
     target_s = args.hours * 3600.0
     total_s = sum(r.duration_s for r in done.values())
@@ -128,7 +134,8 @@ def build(args: argparse.Namespace) -> int:
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    init = (args.seed, args.speakers, str(args.eval_dir) if args.eval_dir else None, str(out), args.f0_method)
+    eval_dir = str(args.eval_dir) if args.eval_dir else None
+    init = (args.seed, args.speakers, eval_dir, str(out), args.f0_method, args.text_mix)
 
     profiles_path = out / PROFILES_NAME
     missing = [t for t in _needed_teachers(plan) if t not in load_profiles(profiles_path)]
@@ -208,12 +215,21 @@ def _progress(count: int, total_s: float, target_s: float, audio_s: float, cpu_s
     )
 
 
+def _built_text_mix(out: Path) -> str | None:
+    """The text mix an existing corpus folder was built with (build_info.json without one: v1), else None."""
+    info_path = out / "build_info.json"
+    if not info_path.exists():
+        return None
+    return str(json.loads(info_path.read_text("utf-8")).get("text_mix", "v1"))
+
+
 def _write_build_info(
     out: Path, args: argparse.Namespace, audio_s: float, cpu_s: float, wall_s: float, failures: int
 ) -> None:
     info_path = out / "build_info.json"
     info = json.loads(info_path.read_text("utf-8")) if info_path.exists() else {"runs": []}
     info["seed"], info["hours"], info["speakers"] = args.seed, args.hours, args.speakers
+    info["text_mix"] = args.text_mix
     info["runs"].append(
         {
             "jobs": args.jobs,
@@ -250,6 +266,12 @@ def main(argv: list[str] | None = None) -> int:
         help="WORLD F0 estimator; harvest made octave errors on Piper in our checks",
     )
     p.add_argument("--eval-dir", type=Path, default=None, help="folder of eval sentences_*.txt to keep out")
+    p.add_argument(
+        "--text-mix",
+        choices=("v1", "v2"),
+        default="v1",
+        help="sentence mix: v1 = the shipped model's corpus; v2 adds the larger hand-written zh/mixed lists",
+    )
     p.add_argument("--log-every", type=int, default=25)
     args = p.parse_args(argv)
     if args.hours <= 0 or args.jobs < 1:

@@ -25,9 +25,9 @@ def load_list(name: str) -> tuple[str, ...]:
 
 
 HAND_WRITTEN = {
-    "zh": ("everyday_zh", "polyphone_zh"),
+    "zh": ("everyday_zh", "polyphone_zh", "everyday2_zh"),
     "en": ("everyday_en", "heteronym_en"),
-    "mixed": ("mixed",),
+    "mixed": ("mixed", "mixed2"),
 }
 
 # ------------------------------------------------------------------------------------------------ templates

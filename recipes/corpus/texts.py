@@ -77,7 +77,7 @@ class EvalGuard:
             raise ValueError(f"{where} holds {len(bad)} evaluation sentence(s), remove them: {bad[:3]}")
 
 
-# Category mix per language; "everyday"/"polyphone"/"heteronym" draw from the hand-written lists.
+# Category mix per language ("v1"); "everyday"/"polyphone"/"heteronym" draw from the hand-written lists.
 CATEGORY_WEIGHTS: dict[str, dict[str, float]] = {
     "zh": {
         "everyday": 0.26,
@@ -101,12 +101,29 @@ CATEGORY_WEIGHTS: dict[str, dict[str, float]] = {
     },
     "mixed": {"everyday": 0.45, "compose": 0.55},
 }
+
+
+def _scaled(weights: dict[str, float], factor: float) -> dict[str, float]:
+    return {k: round(v * factor, 6) for k, v in weights.items()}
+
+
+# Text mix "v2": the v1 mix scaled down next to a second, much larger hand-written list per language (zh
+# "everyday2": ~1,000 original sentences over many domains and sentence patterns; mixed "mixed2"). v1 stays the
+# default so the shipped model's corpus (seed 0, v1) is reproducible; the new categories only exist in v2.
+CATEGORY_WEIGHTS_V2: dict[str, dict[str, float]] = {
+    "zh": {**_scaled(CATEGORY_WEIGHTS["zh"], 0.55), "everyday2": 0.45},
+    "en": dict(CATEGORY_WEIGHTS["en"]),
+    "mixed": {**_scaled(CATEGORY_WEIGHTS["mixed"], 0.5), "mixed2": 0.5},
+}
+TEXT_MIXES: dict[str, dict[str, dict[str, float]]] = {"v1": CATEGORY_WEIGHTS, "v2": CATEGORY_WEIGHTS_V2}
 _LIST_FOR_CATEGORY = {
     ("zh", "everyday"): "everyday_zh",
     ("zh", "polyphone"): "polyphone_zh",
+    ("zh", "everyday2"): "everyday2_zh",
     ("en", "everyday"): "everyday_en",
     ("en", "heteronym"): "heteronym_en",
     ("mixed", "everyday"): "mixed",
+    ("mixed", "mixed2"): "mixed2",
 }
 _MAX_DRAWS = 50
 
@@ -114,18 +131,22 @@ _MAX_DRAWS = 50
 class SentenceGenerator:
     """Seeded sentence source. Owns the eval guard; holds no other state, so calls may come in any order."""
 
-    def __init__(self, seed: int, guard: EvalGuard | None = None) -> None:
+    def __init__(self, seed: int, guard: EvalGuard | None = None, text_mix: str = "v1") -> None:
+        if text_mix not in TEXT_MIXES:
+            raise ValueError(f"text_mix must be one of {tuple(TEXT_MIXES)}, not {text_mix!r}")
         self.seed = seed
+        self.text_mix = text_mix
+        self.weights = TEXT_MIXES[text_mix]
         self.guard = guard if guard is not None else EvalGuard.from_dir()
         for names in HAND_WRITTEN.values():
             for name in names:
                 self.guard.check(load_list(name), f"recipes/corpus/data/{name}.txt")
 
     def sentence(self, lang: str, index: int) -> Sentence:
-        if lang not in CATEGORY_WEIGHTS:
+        if lang not in self.weights:
             raise ValueError(f"lang must be one of {LANGS}, not {lang!r}")
         rng = random.Random(f"{self.seed}:{lang}:{index}")
-        weights = CATEGORY_WEIGHTS[lang]
+        weights = self.weights[lang]
         for _ in range(_MAX_DRAWS):
             category = rng.choices(list(weights), weights=list(weights.values()))[0]
             listed = _LIST_FOR_CATEGORY.get((lang, category))
