@@ -38,6 +38,7 @@ from rtvox.models.bundle import (
     FORMAT_VERSION,
     MAX_FILE_BYTES,
     VOCAB_NAME,
+    BundleParts,
     ModelBundle,
     _assign,
     _materialize_buffers,
@@ -114,7 +115,7 @@ class ARModelConfig:
             raise ModelError(f"{CONFIG_NAME} is inconsistent: {e}") from e
 
 
-class ARBundle:
+class ARBundle(BundleParts):
     """A loaded AR model directory. Owns the GPT, the codec, the vocoder and the emotion table (eval mode, on one
     device and dtype), the built-in voices ({name: embedding [256]} + their metadata) and the vocab dict.
 
@@ -135,20 +136,10 @@ class ARBundle:
         path: Path | None = None,
         model_card: str = "",
     ) -> None:
+        super().__init__(vocoder, emotion_table, voices, voices_meta, vocab, path, model_card)
         self.config = config
         self.ar = ar
         self.codec = codec
-        self.vocoder = vocoder
-        self.emotion_table = emotion_table
-        self.voices = voices  # name → [SPEAKER_EMBED_DIM]
-        self.voices_meta = voices_meta  # one dict per voice, in listing order
-        self.vocab = vocab
-        self.path = path  # the directory it was loaded from, if any
-        self.model_card = model_card
-
-    @property
-    def vocab_path(self) -> Path | None:
-        return None if self.path is None else self.path / VOCAB_NAME
 
     def parameter_counts(self) -> dict[str, int]:
         modules = {"ar": self.ar, "codec": self.codec, "vocoder": self.vocoder, "emotion": self.emotion_table}

@@ -301,7 +301,35 @@ def model_hash(path: str | os.PathLike[str]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- the bundle
-class ModelBundle:
+class BundleParts:
+    """What every model family's bundle holds besides its own networks: the vocoder, the emotion table, the
+    built-in voices, the vocab dict and where it came from (ModelBundle and rtvox.models.ar_bundle.ARBundle)."""
+
+    def __init__(
+        self,
+        vocoder: AnyVocoder,
+        emotion_table: EmotionTable,
+        voices: dict[str, Tensor],
+        voices_meta: list[dict[str, Any]],
+        vocab: dict[str, Any],
+        path: Path | None,
+        model_card: str,
+    ) -> None:
+        self.vocoder = vocoder
+        self.emotion_table = emotion_table
+        self.voices = voices  # name → [SPEAKER_EMBED_DIM]
+        # one dict per voice, in listing order: name, gender, language, description, default_emotion
+        self.voices_meta = voices_meta
+        self.vocab = vocab
+        self.path = path  # the directory it was loaded from, if any
+        self.model_card = model_card
+
+    @property
+    def vocab_path(self) -> Path | None:
+        return None if self.path is None else self.path / VOCAB_NAME
+
+
+class ModelBundle(BundleParts):
     """A loaded model directory. Owns the acoustic model, vocoder, emotion encoder and table (eval mode, on
     one device and dtype), the built-in voices ({name: embedding [256]} + their metadata) and the vocab dict.
 
@@ -323,21 +351,10 @@ class ModelBundle:
         path: Path | None = None,
         model_card: str = "",
     ) -> None:
+        super().__init__(vocoder, emotion_table, voices, voices_meta, vocab, path, model_card)
         self.config = config
         self.acoustic = acoustic
-        self.vocoder = vocoder
         self.emotion_encoder = emotion_encoder
-        self.emotion_table = emotion_table
-        self.voices = voices  # name → [SPEAKER_EMBED_DIM]
-        # one dict per voice, in listing order: name, gender, language, description, default_emotion
-        self.voices_meta = voices_meta
-        self.vocab = vocab
-        self.path = path  # the directory it was loaded from, if any
-        self.model_card = model_card
-
-    @property
-    def vocab_path(self) -> Path | None:
-        return None if self.path is None else self.path / VOCAB_NAME
 
     def parameter_counts(self) -> dict[str, int]:
         return {
