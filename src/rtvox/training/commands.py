@@ -15,6 +15,12 @@ InitOpt = Annotated[Path | None, typer.Option("--init", help="weight snapshot to
 SnapOpt = Annotated[Path | None, typer.Option("--snapshot", help="where to write the weight snapshot")]
 MinutesOpt = Annotated[float, typer.Option("--minutes", help="wall-clock budget of this run")]
 DeviceOpt = Annotated[str, typer.Option("--device")]
+# the exporters' shared options
+VocoderSnapOpt = Annotated[Path, typer.Option("--vocoder", help="snapshot folder of the vocoder")]
+VoicesOpt = Annotated[Path, typer.Option("--voices", help="JSON: built-in voice names -> corpus speakers")]
+OutOpt = Annotated[Path, typer.Option("--out", help="the model directory to write")]
+NameOpt = Annotated[str, typer.Option("--name")]
+VersionOpt = Annotated[str, typer.Option("--version")]
 
 
 @train_app.command("acoustic")
@@ -180,12 +186,12 @@ def ar(
 @train_app.command("export")
 def export(
     acoustic_snapshot: Annotated[Path, typer.Option("--acoustic")],
-    vocoder_snapshot: Annotated[Path, typer.Option("--vocoder")],
+    vocoder_snapshot: VocoderSnapOpt,
     data: DataOpt,
-    voices: Annotated[Path, typer.Option("--voices", help="JSON: built-in voice names -> corpus speakers")],
-    out: Annotated[Path, typer.Option("--out")],
-    name: Annotated[str, typer.Option("--name")] = "rtvox-base",
-    version: Annotated[str, typer.Option("--version")] = "1.0.0",
+    voices: VoicesOpt,
+    out: OutOpt,
+    name: NameOpt = "rtvox-base",
+    version: VersionOpt = "1.0.0",
 ) -> None:
     """Build a model directory (fp16 safetensors, voices, config with the emotion prosody prior) from snapshots."""
     from rtvox.training.export import export_bundle
@@ -213,12 +219,12 @@ def prosody_prior(
 def export_ar(
     codec_snapshot: Annotated[Path, typer.Option("--codec", help="snapshot folder of the codec (rtvox train codec)")],
     ar_snapshot: Annotated[Path, typer.Option("--ar", help="snapshot folder of the GPT (rtvox train ar)")],
-    vocoder_snapshot: Annotated[Path, typer.Option("--vocoder")],
+    vocoder_snapshot: VocoderSnapOpt,
     data: DataOpt,
-    voices: Annotated[Path, typer.Option("--voices", help="JSON: built-in voice names -> corpus speakers")],
-    out: Annotated[Path, typer.Option("--out")],
-    name: Annotated[str, typer.Option("--name")] = "rtvox-ar",
-    version: Annotated[str, typer.Option("--version")] = "0.1.0",
+    voices: VoicesOpt,
+    out: OutOpt,
+    name: NameOpt = "rtvox-ar",
+    version: VersionOpt = "0.1.0",
 ) -> None:
     """Build an autoregressive-family model directory (fp16 safetensors, voices, config) from snapshots."""
     from rtvox.training.export_ar import export_ar_bundle
