@@ -244,9 +244,12 @@ def train_ar(run: ARRun) -> dict[str, Any]:
         targets = torch.cat([codes.masked_fill(~real, -100), torch.full_like(codes[:, :1], -100)], dim=1)
         targets.scatter_(1, n_codes[:, None], config.eos)  # eos right after the last real code
         b = len(rows)
-        free = torch.rand(b, device=device) < (0.0 if held_out else P_FREE_LENGTH)
-        count = torch.where(free, torch.zeros_like(n_codes), n_codes.clamp(max=config.max_count))
-        alpha = (torch.rand(b, device=device) >= (0.0 if held_out else P_NO_EMOTION)).float()
+        count = n_codes.clamp(max=config.max_count)
+        alpha = torch.ones(b, device=device)
+        if not held_out:  # training drops the count and the emotion of some rows; scoring draws no random numbers
+            free = torch.rand(b, device=device) < P_FREE_LENGTH
+            count = torch.where(free, torch.zeros_like(count), count)
+            alpha = (torch.rand(b, device=device) >= P_NO_EMOTION).float()
         cond = fuse_condition(batch["ge2e"], table(batch["emotion"]), alpha)
         logits = gpt(cond, count, batch["ids"], codes.masked_fill(~real, 0), batch["ph_len"])
         ce = F.cross_entropy(logits.float().transpose(1, 2), targets, ignore_index=-100)
