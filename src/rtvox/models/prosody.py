@@ -75,15 +75,19 @@ class EmotionProsody:
     shifts: dict[str, ProsodyShift] = field(default_factory=dict)
     source: dict[str, Any] = field(default_factory=dict)  # data, shards, model version, calibration, ...
 
+    def _shift(self, emotion: str | None) -> ProsodyShift | None:
+        """The label's correction; None for no emotion, neutral or a label without one."""
+        return None if emotion in (None, "neutral") else self.shifts.get(emotion)
+
     def row(self, emotion: str | None, alpha: float) -> ProsodyRow:
         """The `prosody` row of a label request; IDENTITY_ROW for no emotion, neutral or an unknown label."""
-        shift = self.shifts.get(emotion or "neutral")
-        return IDENTITY_ROW if shift is None or emotion == "neutral" else shift.row(alpha)
+        shift = self._shift(emotion)
+        return IDENTITY_ROW if shift is None else shift.row(alpha)
 
     def tilt(self, emotion: str | None, alpha: float) -> float:
         """The spectral tilt added to the decoded mel of a label request (0 for none and neutral)."""
-        shift = self.shifts.get(emotion or "neutral")
-        return 0.0 if shift is None or emotion == "neutral" else shift.tilt * alpha
+        shift = self._shift(emotion)
+        return 0.0 if shift is None else shift.tilt * alpha
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EmotionProsody:

@@ -86,7 +86,7 @@ def encode_inputs(rows: Sequence[EncodeRow], device: torch.device) -> tuple[torc
     to the longest.
 
     phonemes Long[B, N] (0 = pad id), mask Bool[B, N], cond [B, C], speed [B], target Long[B], pitch [B], energy [B],
-    prosody [B, 5].
+    prosody [B, 4].
     """
     n = max(len(r[0]) for r in rows)
     phonemes = torch.zeros(len(rows), n, dtype=torch.long)
@@ -99,7 +99,7 @@ def encode_inputs(rows: Sequence[EncodeRow], device: torch.device) -> tuple[torc
     target = torch.tensor([r[3] for r in rows], dtype=torch.long)
     pitch = torch.tensor([r[2].pitch_scale for r in rows], dtype=torch.float32)
     energy = torch.tensor([r[2].energy_scale for r in rows], dtype=torch.float32)
-    prosody = torch.tensor([r[4] for r in rows], dtype=torch.float32)  # [B, 5]
+    prosody = torch.tensor([r[4] for r in rows], dtype=torch.float32)  # [B, 4]
     return tuple(t.to(device) for t in (phonemes, mask, cond, speed, target, pitch, energy, prosody))
 
 
