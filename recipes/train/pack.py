@@ -7,6 +7,10 @@ GE2E speaker embedding, and speaker/emotion/language labels. Durations are not p
 with its own monotonic aligner. Vocoder shards hold Opus-coded audio of a subset of utterances.
 
     python -m recipes.train.pack /work/corpus out/packed --shards 2 --vocoder-minutes 25
+    python -m recipes.train.pack /work/corpus8 /work/corpus8v2 out/packed16 --shards 6   # several corpora, one pack
+
+Several corpora (e.g. two builds with different seeds or text mixes) pack into one set of shards: their speaker
+tables are merged by name, and each utterance id is prefixed with its corpus directory's name so ids stay unique.
 
 Outputs `<out>/acoustic-<k>.npz.xz`, `<out>/vocoder-<k>.npz`, `<out>/pack.json` (speaker and emotion tables,
 counts, the quantization constants). Utterances of the `heldout-teacher` split (speakers never trained on) and
@@ -68,9 +72,10 @@ def _init() -> None:
     _state["ge2e"] = SpeakerEncoder.load()
 
 
-def process(item: dict[str, Any], corpus: str) -> dict[str, Any] | None:
-    """One manifest row -> packed arrays, or None when the frontend or audio cannot be used."""
-    wav, sr = sf.read(Path(corpus) / item["path"], dtype="float32")
+def process(item: dict[str, Any]) -> dict[str, Any] | None:
+    """One manifest row (tagged with its corpus directory) -> packed arrays, or None when the frontend or audio
+    cannot be used."""
+    wav, sr = sf.read(Path(item["corpus"]) / item["path"], dtype="float32")
     assert sr == SAMPLE_RATE, f"{item['path']}: {sr} Hz"
     wav = trim_silence(wav, sr)
     n_frames = len(wav) // HOP_LENGTH
@@ -101,10 +106,6 @@ def process(item: dict[str, Any], corpus: str) -> dict[str, Any] | None:
     }
 
 
-def _work(args: tuple[dict[str, Any], str]) -> dict[str, Any] | None:
-    return process(*args)
-
-
 def write_acoustic_shard(path: Path, rows: list[dict[str, Any]], speakers: list[str]) -> None:
     mel = np.concatenate([r["mel"] for r in rows])
     delta = np.diff(mel.astype(np.int16), axis=0, prepend=0).astype(np.int8)  # wraps mod 256; undone by cumsum
@@ -125,10 +126,10 @@ def write_acoustic_shard(path: Path, rows: list[dict[str, Any]], speakers: list[
     path.write_bytes(lzma.compress(buf.getvalue(), preset=9 | lzma.PRESET_EXTREME))
 
 
-def write_vocoder_shard(path: Path, items: list[dict[str, Any]], corpus: Path, level: float) -> float:
+def write_vocoder_shard(path: Path, items: list[dict[str, Any]], level: float) -> float:
     blobs, seconds = [], 0.0
     for item in items:
-        wav, sr = sf.read(corpus / item["path"], dtype="float32")
+        wav, sr = sf.read(Path(item["corpus"]) / item["path"], dtype="float32")
         wav = trim_silence(wav, sr)
         out = io.BytesIO()
         sf.write(out, wav, sr, format="OGG", subtype="OPUS", compression_level=level)
@@ -138,9 +139,28 @@ def write_vocoder_shard(path: Path, items: list[dict[str, Any]], corpus: Path, l
     return seconds
 
 
+def read_manifests(corpora: list[Path]) -> list[dict[str, Any]]:
+    """Rows of every corpus's manifest, each tagged with its corpus directory; ids are prefixed with the
+    directory's name when more than one corpus is given (two builds both number their utterances from 1)."""
+    names = [c.resolve().name for c in corpora]
+    if len(set(names)) != len(names):
+        raise SystemExit(f"corpus directories must have distinct names, got {names}")
+    rows = []
+    for corpus, name in zip(corpora, names, strict=True):
+        manifest = corpus / "manifest.jsonl"
+        if not manifest.is_file():
+            raise SystemExit(f"{corpus}: no manifest.jsonl")
+        for line in manifest.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line) | {"corpus": str(corpus)}
+            if len(corpora) > 1:
+                row["id"] = f"{name}/{row['id']}"
+            rows.append(row)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("corpus", type=Path)
+    ap.add_argument("corpus", type=Path, nargs="+", help="one or more corpus directories (manifest.jsonl inside)")
     ap.add_argument("out", type=Path)
     ap.add_argument("--shards", type=int, default=2)
     ap.add_argument("--jobs", type=int, default=2)
@@ -150,14 +170,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = [json.loads(line) for line in (args.corpus / "manifest.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows = read_manifests(args.corpus)
     train = [r for r in rows if r["split"] == "train"]
     held = [r for r in rows if r["split"] != "train"]
     if args.limit:
         train = train[: args.limit]
     speakers = sorted({r["speaker"] for r in rows})
     with mp.Pool(args.jobs, initializer=_init) as pool:
-        packed = [p for p in pool.imap(_work, [(r, str(args.corpus)) for r in train], chunksize=8) if p is not None]
+        packed = [p for p in pool.imap(process, train, chunksize=8) if p is not None]
     rng = np.random.default_rng(args.seed)
     order = rng.permutation(len(packed))
     info: dict[str, Any] = {
@@ -189,7 +209,7 @@ def main() -> None:
             chosen.append(item)
             total += item["duration_s"]
             cursor += 1
-        secs = write_vocoder_shard(args.out / f"vocoder-{k}.npz", chosen, args.corpus, args.opus_level)
+        secs = write_vocoder_shard(args.out / f"vocoder-{k}.npz", chosen, args.opus_level)
         info["shards"][k]["vocoder_minutes"] = secs / 60
     (args.out / "pack.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
     print(json.dumps({k: v for k, v in info.items() if k != "heldout_ids"}, indent=1))

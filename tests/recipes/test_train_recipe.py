@@ -35,11 +35,9 @@ def _tone(seconds: float, f0: float, seed: int) -> np.ndarray:
     return np.concatenate([silence, wav, silence]).astype(np.float32)
 
 
-@pytest.fixture(scope="module")
-def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    corpus = tmp_path_factory.mktemp("corpus")
+def _write_corpus(corpus: Path, sentences: list[tuple[str, str, str]], held: bool) -> None:
     rows = []
-    for i, (lang, text, speaker) in enumerate(SENTENCES * 2):
+    for i, (lang, text, speaker) in enumerate(sentences):
         path = Path("wavs") / f"{i}.wav"
         (corpus / "wavs").mkdir(exist_ok=True)
         sf.write(corpus / path, _tone(1.5 + 0.3 * i, 120 + 20 * i, i), SAMPLE_RATE)
@@ -48,11 +46,27 @@ def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
             dict(id=f"u{i}", path=str(path), text=text, spoken=text, lang=lang, speaker=speaker, emotion=emotion)
             | dict(split="train", duration_s=1.9 + 0.3 * i)
         )
-    rows.append(rows[0] | {"id": "held", "split": "val"})
+    if held:
+        rows.append(rows[0] | {"id": "held", "split": "val"})
     (corpus / "manifest.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), "utf-8")
-    out = tmp_path_factory.mktemp("packed")
-    cmd = [sys.executable, "-m", "recipes.train.pack", str(corpus), str(out), "--jobs", "1", "--shards", "2"]
+
+
+def _pack(corpora: list[Path], out: Path) -> None:
+    cmd = [sys.executable, "-m", "recipes.train.pack", *map(str, corpora), str(out), "--jobs", "1", "--shards", "2"]
     subprocess.run([*cmd, "--vocoder-minutes", "0.05"], check=True, cwd=ROOT, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("corpus")
+    _write_corpus(root, SENTENCES * 2, held=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def packed(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("packed")
+    _pack([corpus], out)
     return out
 
 
@@ -72,6 +86,32 @@ def test_pack_round_trip(packed: Path) -> None:
         expected = 120 + 20 * int(data.utt[row][1:])  # each clip is a harmonic tone at its own pitch
         assert float(f0.median()) == pytest.approx(expected, rel=0.03)
     assert len(load_vocoder_audio(packed)) >= 2
+
+
+def test_pack_merges_several_corpora(corpus: Path, tmp_path: Path) -> None:
+    from rtvox.training.data import load_acoustic
+
+    second = tmp_path / "second"
+    second.mkdir()
+    _write_corpus(second, [("en", "Another voice reads this.", "en_f_c"), ("zh", "明天见。", "zh_f_a")], held=False)
+    out = tmp_path / "packed"
+    _pack([corpus, second], out)
+    info = json.loads((out / "pack.json").read_text("utf-8"))
+    assert info["speakers"] == ["en_f_c", "en_m_b", "zh_f_a"]  # merged by name, one table
+    assert info["heldout_ids"] == [f"{corpus.name}/held"]
+    data = load_acoustic(out)
+    assert sorted(data.utt) == sorted([f"{corpus.name}/u{i}" for i in range(8)] + ["second/u0", "second/u1"])
+    row = data.utt.index("second/u0")
+    assert info["speakers"][int(data.speaker[row])] == "en_f_c"
+
+
+def test_pack_rejects_corpora_with_the_same_name(corpus: Path, tmp_path: Path) -> None:
+    twin = tmp_path / corpus.name
+    twin.mkdir()
+    _write_corpus(twin, SENTENCES[:1], held=False)
+    cmd = [sys.executable, "-m", "recipes.train.pack", str(corpus), str(twin), str(tmp_path / "out")]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode != 0 and "distinct names" in done.stderr
 
 
 def test_train_resume_export_and_speak(packed: Path, tmp_path: Path) -> None:
