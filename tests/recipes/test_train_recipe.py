@@ -141,6 +141,28 @@ def test_train_resume_export_and_speak(packed: Path, tmp_path: Path) -> None:
         assert sum(chunk.durations) * 256 == chunk.audio.size
 
 
+def test_vocoder_starts_from_a_snapshot_without_its_discriminator(packed: Path, tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    from rtvox.models.bundle import ModelError
+    from rtvox.training.checkpoint import load_snapshot
+    from rtvox.training.vocoder import Discriminators, VocoderRun, train_vocoder
+
+    first = VocoderRun(packed, tmp_path / "a", preset="vocos-tiny", device="cpu", max_steps=1, batch=2)
+    train_vocoder(first)
+    snap = tmp_path / "a" / "snapshot"
+    (snap / "discriminator.safetensors").unlink()  # what gpu.sh ships back
+    with pytest.raises(ModelError, match="discriminator"):  # strict by default
+        load_snapshot(snap, {"discriminator": Discriminators()})
+    second = VocoderRun(packed, tmp_path / "b", preset="vocos-tiny", device="cpu", max_steps=2, batch=2, init=snap)
+    assert train_vocoder(second)["step"] == 2  # continues the step count from the snapshot's progress
+    before, after = (
+        load_file(snap / "vocoder.safetensors"),
+        load_file(tmp_path / "b" / "snapshot" / "vocoder.safetensors"),
+    )
+    assert before.keys() == after.keys() and any(not before[k].equal(after[k]) for k in before)
+
+
 def test_drop_ids_removes_symbols_and_keeps_utterances_aligned(packed: Path) -> None:
     from rtvox.text.vocab import Vocabulary
     from rtvox.training.data import drop_ids, load_acoustic

@@ -96,9 +96,15 @@ def save_snapshot(directory: Path, modules: dict[str, nn.Module], progress: dict
     return files
 
 
-def load_snapshot(directory: Path, modules: dict[str, nn.Module]) -> dict[str, Any]:
-    """Load the snapshot's weights (fp16 -> fp32) into `modules` (strict); returns progress.json."""
+def load_snapshot(
+    directory: Path, modules: dict[str, nn.Module], optional: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """Load the snapshot's weights (fp16 -> fp32) into `modules` (strict); returns progress.json. Modules named in
+    `optional` keep their fresh weights when the snapshot has no file for them (a vocoder snapshot shipped without
+    its discriminator)."""
     for name, module in modules.items():
+        if name in optional and not any(directory.glob(f"{name}*.safetensors")):
+            continue
         state = load_weights(directory, name, torch.device("cpu"), torch.float32)
         module.load_state_dict(state, strict=True)
     path = directory / PROGRESS_NAME

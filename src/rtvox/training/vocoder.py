@@ -137,7 +137,7 @@ def train_vocoder(run: VocoderRun) -> dict[str, Any]:
     modules: dict[str, nn.Module] = {"vocoder": gen, "discriminator": disc}
     progress: dict[str, Any] = {"step": 0, "seconds": 0.0, "preset": run.preset}
     if run.init is not None:
-        progress.update(load_snapshot(run.init, modules))
+        progress.update(load_snapshot(run.init, modules, optional=frozenset({"discriminator"})))
     gen.to(device).train()
     disc.to(device).train()
     mel_fn = MelSpectrogram().to(device)
