@@ -6,7 +6,8 @@ lands in the engine cache, keyed by torch version among others (a package from t
 2.11).
 
 Load: on the H200 with torch 2.11, `aoti_load_package` was seen to segfault inside `_load_aoti`. A segfault
-cannot be caught, so on CUDA (or with RTVOX_AOTI_SAFE_LOAD=1) each load path is first tried in a child process
+cannot be caught, so on CUDA, on CPU with a torch older than 2.13 (2.11's CPU packages segfault on load too), or
+with RTVOX_AOTI_SAFE_LOAD=1, each load path is first tried in a child process
 on the package's example inputs, in LOAD_PATHS order; the first that runs and matches is recorded in
 loader.json beside the package and then used in-process. Paths:
     aoti_load_package   torch._inductor.aoti_load_package (the documented API)
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -103,6 +105,20 @@ def _probe(path: str, package: Path, device: torch.device) -> dict[str, Any]:
     return {"rc": proc.returncode, "tail": lines[-3:]}
 
 
+# The oldest torch whose CPU packages were seen to load in-process (2.13 on the dev VM); torch 2.11 on the H200
+# segfaults loading CPU packages too (benchmarks/results/gpu/aoti_probe_cpu_h200.json).
+CPU_LOAD_VERIFIED = (2, 13)
+
+
+def needs_safe_load(device: torch.device, version: str | None = None) -> bool:
+    """Whether a package must first be loaded in a child process: always on CUDA, on CPU with a torch older than
+    the one verified here, or when RTVOX_AOTI_SAFE_LOAD=1."""
+    if device.type != "cpu" or os.environ.get(SAFE_LOAD_ENV) == "1":
+        return True
+    major, minor = (int(part) for part in re.findall(r"\d+", version or torch.__version__)[:2])
+    return (major, minor) < CPU_LOAD_VERIFIED
+
+
 # The load path that worked for a package in this process: later packages (same torch, same device type)
 # skip the child-process probes, which cost an interpreter start each.
 _PROVEN: dict[str, str] = {}
@@ -163,8 +179,7 @@ def build_aoti_engine(
         torch.save(
             {"inputs": [x.cpu() for x in example], "outputs": [o.cpu() for o in outputs]}, folder / "probe_io.pt"
         )
-    safe = device.type == "cuda" or os.environ.get(SAFE_LOAD_ENV) == "1"
-    if safe:
+    if needs_safe_load(device):
         path = _choose_loader(
             package, device, lambda: program or export_program(net, module, profile, example), example
         )

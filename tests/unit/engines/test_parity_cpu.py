@@ -121,3 +121,16 @@ def test_emotion_encoder_engine(bundle: ModelBundle, ci_options: BuildOptions, b
         want = bundle.emotion_encoder(mel, mask)
     for got, ref in zip(engine(mel, mask), want, strict=True):
         torch.testing.assert_close(got, ref, rtol=0, atol=1e-4)
+
+
+def test_aoti_loads_in_a_child_process_first_where_a_segfault_was_seen(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rtvox.engines.aoti import SAFE_LOAD_ENV, needs_safe_load
+
+    monkeypatch.delenv(SAFE_LOAD_ENV, raising=False)
+    cpu = torch.device("cpu")
+    assert needs_safe_load(torch.device("cuda"), "2.13.0")
+    assert needs_safe_load(cpu, "2.11.0+cu130")  # the H200's torch: CPU packages segfault on load there too
+    assert not needs_safe_load(cpu, "2.13.0+cpu") and not needs_safe_load(cpu, "2.14.1")
+    assert needs_safe_load(cpu, "1.99.0")
+    monkeypatch.setenv(SAFE_LOAD_ENV, "1")
+    assert needs_safe_load(cpu, "2.13.0")
