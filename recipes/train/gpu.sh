@@ -11,6 +11,8 @@
 #                                              DIR/init/codec on a cold machine); it comes back in the same tar
 #   SECOND=mini recipes/train/gpu.sh train ... also train a second acoustic model of that preset side by side
 #                                              (run dir acoustic-mini, init from DIR/init/acoustic-mini)
+#   ACOUSTIC_PRESET=mini VOC_PRESET=vocos-mini recipes/train/gpu.sh train ...   the presets (default small and
+#                                              vocos-small; an init snapshot must be of the same preset)
 #   recipes/train/gpu.sh train-ar DIR MINUTES  the AR family: codec for CODEC_MINUTES (default 3; skipped when
 #                                              DIR/init/codec holds a trained one), then the GPT for the rest
 set -euo pipefail
@@ -65,12 +67,12 @@ ainit=() vinit=()
 if [ ! -f "$RUNS/acoustic/state.pt" ] && [ -d "$src/init/acoustic" ]; then ainit=(--init "$src/init/acoustic"); fi
 if [ ! -f "$RUNS/vocoder/state.pt" ] && [ -d "$src/init/vocoder" ]; then vinit=(--init "$src/init/vocoder"); fi
 python3 -m rtvox train acoustic --data "$DATA" --run-dir "$RUNS/acoustic" --minutes "$minutes" \
-  --batch-frames "${BATCH_FRAMES:-24000}" --device "${DEVICE:-cuda}" "${ainit[@]}" >"$RUNS/acoustic.log" 2>&1 &
+  --preset "${ACOUSTIC_PRESET:-small}" --batch-frames "${BATCH_FRAMES:-24000}" --device "${DEVICE:-cuda}" "${ainit[@]}" >"$RUNS/acoustic.log" 2>&1 &
 apid=$!
 vpid=
 if [ "${VOCODER:-1}" != 0 ]; then
   python3 -m rtvox train vocoder --data "$DATA" --run-dir "$RUNS/vocoder" --minutes "$minutes" \
-    --batch "${VOC_BATCH:-32}" --device "${DEVICE:-cuda}" "${vinit[@]}" >"$RUNS/vocoder.log" 2>&1 &
+    --preset "${VOC_PRESET:-vocos-small}" --batch "${VOC_BATCH:-32}" --device "${DEVICE:-cuda}" "${vinit[@]}" >"$RUNS/vocoder.log" 2>&1 &
   vpid=$!
 fi
 spid=
