@@ -270,3 +270,43 @@ def test_export_ar_builds_a_servable_model_directory(packed: Path, tmp_path: Pat
     synth = Synthesizer(tmp_path / "m", device="cpu", voices_dir=tmp_path / "clones")
     audio = synth.synthesize("你好，world。", duration=1.0).audio
     assert audio.size == round(1.0 * SAMPLE_RATE / 256) * 256 and np.isfinite(audio).all()
+
+
+def test_gpu_script_trains_side_by_side_and_ships_one_tar(packed: Path, tmp_path: Path) -> None:
+    """recipes/train/gpu.sh on the CPU: four trainers at once, every snapshot back in one split tar, the
+    vocoder's discriminator left behind (it would push the return over the 64 MiB a device call brings back)."""
+    import os
+    import shutil
+    import tarfile
+
+    if shutil.which("bash") is None:
+        pytest.skip("no bash")
+    env = os.environ | {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # python3 = this interpreter
+        "DEVICE": "cpu",
+        "ACOUSTIC_PRESET": "tiny",
+        "VOC_PRESET": "vocos-tiny",
+        "SECOND": "tiny",
+        "CODEC": "1",
+        "DATA": str(tmp_path / "data"),
+        "RUNS": str(tmp_path / "runs"),
+        "OUT": str(tmp_path / "out"),
+        "PACK": str(tmp_path / "pack"),
+    }
+    script = ROOT / "recipes" / "train" / "gpu.sh"
+    done = subprocess.run(["bash", str(script), "train", str(packed), "0.01"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    for name in ("acoustic", "vocoder", "codec", "acoustic-tiny"):
+        assert f"{name} exited" not in done.stdout, done.stdout[-2000:]
+    pieces = sorted((tmp_path / "out").glob("snap.tar.*"))
+    assert pieces and all(p.stat().st_size <= 15 * 2**20 for p in pieces)
+    joined = tmp_path / "snap.tar"
+    joined.write_bytes(b"".join(p.read_bytes() for p in pieces))
+    with tarfile.open(joined) as tar:
+        names = set(tar.getnames())
+    for part in ("acoustic/progress.json", "vocoder/vocoder.safetensors", "codec/codec.safetensors"):
+        assert f"pack/{part}" in names, sorted(names)
+    assert "pack/acoustic-tiny/progress.json" in names
+    assert not any(n.endswith("discriminator.safetensors") for n in names)
+    progress = json.loads((tmp_path / "pack" / "acoustic-tiny" / "progress.json").read_text("utf-8"))
+    assert progress["preset"] == "tiny" and progress["step"] >= 1
