@@ -63,52 +63,37 @@ if [ "${VOCODER:-1}" != 0 ] && ! python3 -c "import soundfile" 2>/dev/null; then
 fi
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src:/tmp/site:${PYTHONPATH:-}
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv || true
-ainit=() vinit=()
-if [ ! -f "$RUNS/acoustic/state.pt" ] && [ -d "$src/init/acoustic" ]; then ainit=(--init "$src/init/acoustic"); fi
-if [ ! -f "$RUNS/vocoder/state.pt" ] && [ -d "$src/init/vocoder" ]; then vinit=(--init "$src/init/vocoder"); fi
-python3 -m rtvox train acoustic --data "$DATA" --run-dir "$RUNS/acoustic" --minutes "$minutes" \
-  --preset "${ACOUSTIC_PRESET:-small}" --batch-frames "${BATCH_FRAMES:-24000}" --device "${DEVICE:-cuda}" "${ainit[@]}" >"$RUNS/acoustic.log" 2>&1 &
-apid=$!
-vpid=
+declare -A pids=()
+launch() {  # launch NAME TRAINER ARGS...: `rtvox train TRAINER` in $RUNS/NAME, in the background; it resumes from
+  # $RUNS/NAME/state.pt when an earlier call on this machine left one, else starts from $src/init/NAME if present
+  local name=$1 trainer=$2
+  shift 2
+  local init=()
+  if [ ! -f "$RUNS/$name/state.pt" ] && [ -d "$src/init/$name" ]; then init=(--init "$src/init/$name"); fi
+  python3 -m rtvox train "$trainer" --data "$DATA" --run-dir "$RUNS/$name" --minutes "$minutes" \
+    --device "${DEVICE:-cuda}" "$@" "${init[@]}" >"$RUNS/$name.log" 2>&1 &
+  pids[$name]=$!
+}
+launch acoustic acoustic --preset "${ACOUSTIC_PRESET:-small}" --batch-frames "${BATCH_FRAMES:-24000}"
 if [ "${VOCODER:-1}" != 0 ]; then
-  python3 -m rtvox train vocoder --data "$DATA" --run-dir "$RUNS/vocoder" --minutes "$minutes" \
-    --preset "${VOC_PRESET:-vocos-small}" --batch "${VOC_BATCH:-32}" --device "${DEVICE:-cuda}" "${vinit[@]}" >"$RUNS/vocoder.log" 2>&1 &
-  vpid=$!
+  launch vocoder vocoder --preset "${VOC_PRESET:-vocos-small}" --batch "${VOC_BATCH:-32}"
 fi
-spid=
 if [ -n "${SECOND:-}" ]; then
-  sinit=()
-  if [ ! -f "$RUNS/acoustic-$SECOND/state.pt" ] && [ -d "$src/init/acoustic-$SECOND" ]; then
-    sinit=(--init "$src/init/acoustic-$SECOND")
-  fi
-  python3 -m rtvox train acoustic --data "$DATA" --run-dir "$RUNS/acoustic-$SECOND" --minutes "$minutes" \
-    --preset "$SECOND" --batch-frames "${BATCH_FRAMES:-24000}" --device "${DEVICE:-cuda}" "${sinit[@]}" \
-    >"$RUNS/acoustic-$SECOND.log" 2>&1 &
-  spid=$!
+  launch "acoustic-$SECOND" acoustic --preset "$SECOND" --batch-frames "${BATCH_FRAMES:-24000}"
 fi
-cpid=
-if [ "${CODEC:-0}" != 0 ]; then
-  cinit=()
-  if [ ! -f "$RUNS/codec/state.pt" ] && [ -d "$src/init/codec" ]; then cinit=(--init "$src/init/codec"); fi
-  python3 -m rtvox train codec --data "$DATA" --run-dir "$RUNS/codec" --minutes "$minutes" --device "${DEVICE:-cuda}" "${cinit[@]}" \
-    >"$RUNS/codec.log" 2>&1 &
-  cpid=$!
-fi
-( while kill -0 $apid 2>/dev/null; do sleep 60; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader || true; tail -n 1 "$RUNS/acoustic.log"; tail -n 1 "$RUNS/vocoder.log"; done ) &
-wait $apid || echo "acoustic exited with $?"
-[ -z "$vpid" ] || wait $vpid || echo "vocoder exited with $?"
-[ -z "$cpid" ] || wait $cpid || echo "codec exited with $?"
-[ -z "$spid" ] || wait $spid || echo "acoustic-$SECOND exited with $?"
+if [ "${CODEC:-0}" != 0 ]; then launch codec codec; fi
+apid=${pids[acoustic]}
+( while kill -0 "$apid" 2>/dev/null; do
+    sleep 60
+    nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader || true
+    for name in "${!pids[@]}"; do tail -n 1 "$RUNS/$name.log"; done
+  done ) &
+for name in "${!pids[@]}"; do wait "${pids[$name]}" || echo "$name exited with $?"; done
 tail -n 3 "$RUNS"/*.log
-mkdir -p "$PACK"/acoustic "$PACK"/vocoder
-cp "$RUNS"/acoustic/snapshot/* "$PACK"/acoustic/ 2>/dev/null || true
-cp "$RUNS"/vocoder/snapshot/* "$PACK"/vocoder/ 2>/dev/null || true
-if [ -n "$spid" ]; then
-  mkdir -p "$PACK/acoustic-$SECOND"
-  cp "$RUNS/acoustic-$SECOND"/snapshot/* "$PACK/acoustic-$SECOND"/ 2>/dev/null || true
-  cp "$RUNS/acoustic-$SECOND"/log.jsonl "$PACK/acoustic-$SECOND-log.jsonl" 2>/dev/null || true
-fi
-if [ -n "$cpid" ]; then mkdir -p "$PACK"/codec; cp "$RUNS"/codec/snapshot/* "$PACK"/codec/ 2>/dev/null || true; fi
-cp "$RUNS"/*.log "$RUNS"/acoustic/log.jsonl "$PACK"/ 2>/dev/null || true
-cp "$RUNS"/vocoder/log.jsonl "$PACK"/vocoder-log.jsonl 2>/dev/null || true
+for name in "${!pids[@]}"; do
+  mkdir -p "$PACK/$name"
+  cp "$RUNS/$name"/snapshot/* "$PACK/$name"/ 2>/dev/null || true
+  cp "$RUNS/$name"/log.jsonl "$PACK/$name-log.jsonl" 2>/dev/null || true
+done
+cp "$RUNS"/*.log "$PACK"/ 2>/dev/null || true
 ship

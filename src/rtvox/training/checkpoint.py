@@ -103,7 +103,8 @@ def load_snapshot(
     `optional` keep their fresh weights when the snapshot has no file for them (a vocoder snapshot shipped without
     its discriminator)."""
     for name, module in modules.items():
-        if name in optional and not any(directory.glob(f"{name}*.safetensors")):
+        single, shards = directory / f"{name}.safetensors", directory.glob(f"{name}-*-of-*.safetensors")
+        if name in optional and not single.is_file() and not any(shards):
             continue
         state = load_weights(directory, name, torch.device("cpu"), torch.float32)
         module.load_state_dict(state, strict=True)
