@@ -62,7 +62,8 @@ def is_punctuation(ch: str) -> bool:
 
 
 def script_of(ch: str) -> str:
-    """Language tag of a letter or symbol; '' for digits, punctuation, spaces and combining marks."""
+    """Language tag of a letter or symbol; '' for digits, punctuation, spaces and generic combining marks ('other'
+    for a mark of another script)."""
     if ch.isascii():
         return "en" if ch.isalpha() else ""
     if is_han(ch):
@@ -70,13 +71,18 @@ def script_of(ch: str) -> str:
     return _script(ch)
 
 
+_NEUTRAL_MARKS = ("COMBINING", "VARIATION SELECTOR")
+
+
 @lru_cache(maxsize=8192)
 def _script(ch: str) -> str:
     category = unicodedata.category(ch)
-    if category[0] in "PZN" or category[0] == "M" or category in ("Cc", "Cf", "Cs"):
+    if category[0] in "PZN" or category in ("Cc", "Cf", "Cs"):
         return ""
     name = unicodedata.name(ch, "")
-    if category[0] == "L":
+    if category[0] == "M" and (not name or name.startswith(_NEUTRAL_MARKS)):
+        return ""  # generic diacritics (COMBINING ACUTE ACCENT, variation selectors) go with any letter
+    if category[0] in "LM":  # letters, and the marks of one script (DEVANAGARI SIGN VIRAMA, MALAYALAM SIGN ...)
         if name.startswith("LATIN"):
             return "en"
         for prefix, tag in _NAMED_SCRIPTS:
@@ -128,7 +134,7 @@ class Run:
 
 def split_runs(text: str) -> list[Run]:
     """Single-script runs of `text`, in order. An English run is one word: letters, with apostrophes between
-    letters; combining marks stay with the run before them; other characters separate runs.
+    letters; generic combining marks and marks of the run's own script stay with it; other characters separate runs.
     """
     runs: list[Run] = []
     lang = ""
@@ -138,7 +144,7 @@ def split_runs(text: str) -> list[Run]:
     while i < n:
         ch = text[i]
         tag = script_of(ch)
-        if lang and not tag and is_mark(ch):
+        if lang and is_mark(ch) and tag in ("", lang):  # a mark of another script starts a run of its own
             i += 1
             continue
         if lang == "en" and ch == "'" and i + 1 < n and is_latin(text[i + 1]):

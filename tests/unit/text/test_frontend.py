@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rtvox.errors import TextError
-from rtvox.text import Frontend, Lexicon
+from rtvox.text import Frontend, Lexicon, Vocabulary
 
 Pinyin = Callable[[str], list[str]]
 
@@ -51,6 +51,26 @@ def test_other_scripts_are_reported_not_dropped(frontend: Frontend) -> None:
     assert any("こんにちは" in w for w in result.warnings)
     assert any("😀" in w for w in result.warnings)
     assert result.chunks[0].phonemes[-1] == "#4"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Cafe\u0301 ok", [("Café", "en"), ("ok", "en")]),  # a generic accent stays on its letter
+        ("A\u0d3b b", [("A", "en"), ("\u0d3b", "other"), ("b", "en")]),  # a Malayalam sign does not
+        ("नमस्ते hi", [("नमस्ते", "hi"), ("hi", "en")]),  # Devanagari signs stay in their Devanagari word
+        ("a\u0915\u094d", [("a", "en"), ("\u0915\u094d", "hi")]),
+    ],
+)
+def test_combining_marks_join_only_letters_they_can_belong_to(
+    frontend: Frontend, text: str, expected: list[tuple[str, str]]
+) -> None:
+    result = frontend.process(text)
+    assert [(t.text, t.lang) for t in result.tokens] == expected
+    # English words are read by espeak-ng: a foreign sign inside one made it switch voices mid-word and emit
+    # phones outside the vocabulary (found by the property test on "A\u0d3b").
+    vocab = Vocabulary.default()
+    assert all(vocab.unk_id not in vocab.encode(chunk.phonemes) for chunk in result.chunks)
 
 
 def test_only_unsupported_script_gives_warnings_and_no_chunks(frontend: Frontend) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import string
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rtvox.errors import TextError
@@ -23,6 +23,7 @@ _FRONTEND = Frontend()
 
 @settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(ALPHABET, max_size=60))
+@example("A\u0d3b")  # found by Hypothesis: a Malayalam sign inside an English word sent espeak-ng into Malayalam
 def test_nothing_is_silently_dropped(text: str) -> None:
     try:
         result = _FRONTEND.process(text, max_chunk_phonemes=24, first_chunk_phonemes=8)
