@@ -21,6 +21,7 @@ import torch
 from rtvox.audio.mel import MelSpectrogram
 from rtvox.constants import SAMPLE_RATE
 from rtvox.eval.asr import WhisperJudge
+from rtvox.eval.intelligibility import ASR_LANGUAGE
 from rtvox.eval.metrics import ErrorCounts, primary_metric, score
 from rtvox.models.ar_bundle import ARBundle, load_bundle
 from rtvox.runtime import Synthesizer
@@ -59,7 +60,7 @@ def main() -> None:
             clips = {"direct": bundle.vocoder(mel)[0].numpy(), "codec": bundle.vocoder(rebuilt)[0].numpy()}
         roundtrip_l1.append(float((rebuilt - mel).abs().mean()))
         for name, clip in clips.items():
-            heard = asr.transcribe(clip, SAMPLE_RATE, language="zh" if args.lang != "en" else "en").text
+            heard = asr.transcribe(clip, SAMPLE_RATE, language=ASR_LANGUAGE[args.lang]).text
             totals[name] = totals[name] + score(text, heard, args.lang)[metric]
             print(f"{name:6s} | {heard}", flush=True)
     report = {

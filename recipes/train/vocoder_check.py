@@ -19,6 +19,7 @@ import torch
 
 from rtvox.audio.mel import MelSpectrogram
 from rtvox.eval.asr import WhisperJudge
+from rtvox.eval.intelligibility import ASR_LANGUAGE
 from rtvox.eval.metrics import ErrorCounts, primary_metric, score
 from rtvox.models.ar_bundle import load_bundle
 
@@ -48,7 +49,7 @@ def main() -> None:
             with torch.no_grad():
                 vocoded = bundle.vocoder(mel_of(torch.from_numpy(np.ascontiguousarray(wav))[None]))[0].numpy()
             for name, clip in (("recorded", wav), ("vocoded", vocoded)):
-                heard = asr.transcribe(clip, sr, language="zh" if lang != "en" else "en").text
+                heard = asr.transcribe(clip, sr, language=ASR_LANGUAGE[lang]).text
                 totals[name] = totals[name] + score(row["spoken"], heard, lang)[metric]
         report[lang] = {"clips": len(picked), "metric": metric} | {k: round(v.rate, 4) for k, v in totals.items()}
         print(json.dumps({lang: report[lang]}), flush=True)
