@@ -339,9 +339,9 @@ def bench(
     out: Annotated[Path, typer.Option("-o", "--out", help="Folder for bench.json, bench.md, bench.png")] = Path(
         "bench-out"
     ),
-    variants: Annotated[str, typer.Option(help="backend:dtype list, e.g. eager:float32,onnx:float32")] = (
-        "eager:float32,onnx:float32,onnx:int8,aoti:float32"
-    ),
+    variants: Annotated[
+        str, typer.Option(help="backend:dtype list, e.g. eager:float32,onnx:float32; `auto` = what serving picks")
+    ] = "eager:float32,onnx:float32,eager:bfloat16,auto",
     device: DeviceOpt = "cpu",
     repeats: Annotated[int, typer.Option(help="Timed runs per text (after warm-up)")] = 20,
     batches: Annotated[str, typer.Option(help="Batch sizes of the throughput sweep")] = "1,8,32,64",

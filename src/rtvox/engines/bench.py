@@ -25,7 +25,7 @@ import torch
 
 from rtvox.constants import FRAMES_PER_SECOND, HOP_LENGTH, SAMPLE_RATE
 from rtvox.engines.base import BuildOptions, Engine
-from rtvox.engines.build import build_engines, parse_dtype
+from rtvox.engines.build import build_engines, describe_engines, parse_dtype
 from rtvox.engines.quality import PipelineInputs, log_mel_l1, run_pipeline
 from rtvox.models.bundle import ModelBundle
 
@@ -158,7 +158,7 @@ class Variant:
 
     @property
     def label(self) -> str:
-        return f"{self.backend}-{self.dtype}"
+        return "auto" if self.backend == "auto" else f"{self.backend}-{self.dtype}"
 
 
 def build_variant(
@@ -185,8 +185,11 @@ def build_variant(
     t0 = time.perf_counter()
     engines = build_engines(bundle, variant.backend, device, parse_dtype(dtype_name), options=options)
     variant.result["build_s"] = round(time.perf_counter() - t0, 2)
-    variant.result["engines"] = {k: getattr(e, "info", {}) for k, e in engines.items()}
+    variant.result["engines"] = describe_engines(engines)
     return engines
+
+
+TURN_PAUSE_S = 0.05
 
 
 def interleaved(
@@ -199,6 +202,9 @@ def interleaved(
     for r in range(warmup + repeats):
         shift = r % max(len(labels), 1)
         for label in labels[shift:] + labels[:shift]:
+            # A pause between turns: ONNX Runtime's pool threads (Piper's session, with its default settings)
+            # spin after a run and would otherwise take the cores from whichever runner comes next.
+            time.sleep(TURN_PAUSE_S)
             sample = runners[label]()
             if r >= warmup:
                 samples[label].append(sample)
@@ -285,6 +291,18 @@ def bench_variants(
     return [v.result for v in variants], ext_results
 
 
+def _dtype_cell(result: dict[str, Any]) -> str:
+    """The dtype column; for `auto` (one pick per module) each module's backend and dtype."""
+    if result.get("backend") != "auto" or not result.get("engines"):
+        return str(result["dtype"])
+    short = {"acoustic_encode": "enc", "acoustic_decode": "dec", "vocoder": "voc"}
+    picks = result["engines"].items()
+    return ", ".join(f"{short.get(m, m)} {e['backend']} {DTYPE_SHORT.get(e['dtype'], e['dtype'])}" for m, e in picks)
+
+
+DTYPE_SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
 def markdown_table(results: list[dict[str, Any]], piper: dict[str, Any] | None = None) -> str:
     """The BENCHMARKS.md table: one row per variant, e2e mean/P50/P99 and RTF per text, batch throughput."""
     texts = list(BENCH_TEXTS)
@@ -295,7 +313,7 @@ def markdown_table(results: list[dict[str, Any]], piper: dict[str, Any] | None =
         if "error" in r:
             lines.append(f"| {r['backend']} | {r['dtype']} | failed: {str(r['error'])[:80]} |")
             continue
-        cells = [r["backend"], r["dtype"]]
+        cells = [r["backend"], _dtype_cell(r)]
         for t in texts:
             x = r["texts"].get(t)
             cells.append(

@@ -8,6 +8,7 @@ eager with a warning when a build fails, so a broken compiler stack costs speed,
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from collections.abc import Sequence
@@ -28,6 +29,46 @@ AUTO_ORDER: dict[str, tuple[tuple[str, torch.dtype], ...]] = {
     # aoti on CPU measured no faster than eager for the conv stacks (both call oneDNN): onnx, then eager.
     "cpu": (("onnx", torch.float32), ("eager", torch.float32)),
 }
+# Modules whose order differs from their device's: the eager Vocos beats its ONNX graph on CPU (33.7 against
+# 69.4 ms for 5 s, rtvox-small 5.0.0; BENCHMARKS.md). The encoder stays fp32 on a GPU: its bf16 hidden states
+# moved duration rounding and cost log-mel L1 0.36 against eager fp32 on the H200 (rtvox-small 5.0.0;
+# benchmarks/results/gpu/gpu_pipeline_probe_1.json).
+AUTO_ORDER_MODULE: dict[tuple[str, str], tuple[tuple[str, torch.dtype], ...]] = {
+    ("cpu", "vocoder"): (("eager", torch.float32), ("onnx", torch.float32)),
+    ("cuda", "acoustic_encode"): (("inductor", torch.float32), ("aoti", torch.float32), ("eager", torch.float32)),
+}
+# Per-module orders that differ from the device's, for CPUs with native bf16 dot products (measured on the
+# 2-core AMD EPYC with AVX-512 BF16, rtvox-small, 2026-12-04): the frame-rate modules run eager bf16 (oneDNN
+# bf16 convolutions and linears, no padding to buckets; decode 1.5x, vocoder 2x eager fp32, log-mel L1 0.015);
+# the encoder stays fp32 (in bf16 its hidden states move duration rounding: L1 0.07-0.09) on ONNX Runtime.
+AUTO_ORDER_CPU_BF16: dict[str, tuple[tuple[str, torch.dtype], ...]] = {
+    "acoustic_decode": (("eager", torch.bfloat16), ("onnx", torch.float32), ("eager", torch.float32)),
+    "vocoder": (("eager", torch.bfloat16), ("eager", torch.float32)),
+}
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bf16 dot products in hardware (AVX-512 BF16 or AMX; Linux /proc/cpuinfo).
+    Elsewhere oneDNN emulates bf16 and it is slower than fp32. RTVOX_CPU_BF16=0/1 overrides the probe."""
+    forced = os.environ.get("RTVOX_CPU_BF16")
+    if forced in ("0", "1"):
+        return forced == "1"
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def auto_order(device: torch.device, module: str) -> list[tuple[str, torch.dtype]]:
+    """`--backend auto`'s candidates for one module on `device`, fastest first, verified backends only."""
+    order = AUTO_ORDER_MODULE.get((device.type, module), AUTO_ORDER[device.type])
+    if device.type == "cpu" and module in AUTO_ORDER_CPU_BF16 and cpu_has_native_bf16():
+        order = AUTO_ORDER_CPU_BF16[module]
+    return [(b, d) for b, d in order if device.type in VERIFIED[b]]
+
+
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
     "fp32": torch.float32,
@@ -104,10 +145,9 @@ def _build_auto(
     bundle: ModelBundle, device: torch.device, modules: Sequence[str], options: BuildOptions
 ) -> dict[str, Engine]:
     engines: dict[str, Engine] = {}
-    order = [(b, d) for b, d in AUTO_ORDER[device.type] if device.type in VERIFIED[b]]
     for module in modules:
         fn = module_fn(bundle, module, device)
-        for backend, dtype in order:
+        for backend, dtype in auto_order(device, module):
             try:
                 engines[module] = build_engine(backend, module, fn, device, dtype, options)
                 break

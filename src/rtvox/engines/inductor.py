@@ -35,6 +35,16 @@ def _compute_dtype(device: torch.device, dtype: torch.dtype) -> torch.dtype:
     return dtype
 
 
+def raise_recompile_limits() -> None:
+    """Let dynamo keep one graph per bucket (its default limit would fall back to eager past the 8th)."""
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(dynamo_config, name):
+            setattr(dynamo_config, name, max(getattr(dynamo_config, name), _RECOMPILE_LIMIT))
+    for name in ("accumulated_recompile_limit", "accumulated_cache_size_limit"):
+        if hasattr(dynamo_config, name):
+            setattr(dynamo_config, name, max(getattr(dynamo_config, name), 4 * _RECOMPILE_LIMIT))
+
+
 def build_inductor_engine(
     module: str, fn: ModuleFn, device: torch.device, dtype: torch.dtype, options: BuildOptions
 ) -> CompiledEngine:
@@ -54,12 +64,7 @@ def build_inductor_engine(
     folder = key.folder(options.cache_dir)
     # Inductor's own caches (compiled kernels, autotuning results) live beside our key's meta.json.
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(folder.parent / "inductor"))
-    for name in ("recompile_limit", "cache_size_limit"):
-        if hasattr(dynamo_config, name):
-            setattr(dynamo_config, name, max(getattr(dynamo_config, name), _RECOMPILE_LIMIT))
-    for name in ("accumulated_recompile_limit", "accumulated_cache_size_limit"):
-        if hasattr(dynamo_config, name):
-            setattr(dynamo_config, name, max(getattr(dynamo_config, name), 4 * _RECOMPILE_LIMIT))
+    raise_recompile_limits()
     compiled = torch.compile(net, mode=mode, fullgraph=True, dynamic=False)
     engine = CompiledEngine(
         module,

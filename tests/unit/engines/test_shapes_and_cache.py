@@ -87,6 +87,8 @@ def test_auto_falls_back_to_eager_with_a_warning(
     import rtvox.engines.build as build
 
     monkeypatch.setitem(build.AUTO_ORDER, "cpu", (("tensorrt", torch.float32),))
+    monkeypatch.setattr(build, "AUTO_ORDER_MODULE", {})
+    monkeypatch.setenv("RTVOX_CPU_BF16", "0")
     monkeypatch.setitem(build.VERIFIED, "tensorrt", ("cpu",))
     options = BuildOptions(profile=ShapeProfile.preset("ci"), cache_dir=tmp_path, warmup=False)
     with warnings.catch_warnings(record=True) as caught:

@@ -76,3 +76,29 @@ def test_loaded_vocos_bundle_computes_its_fixed_buffers(tmp_path: Path) -> None:
     with torch.no_grad():
         ref, out = vocos(mel), loaded.vocoder(mel)
     assert torch.allclose(out, ref, atol=1e-4)
+
+
+def test_eager_fft_head_equals_the_exported_basis_head() -> None:
+    """Eager runs the inverse DFT by FFT + overlap-add; exporters and compilers get the basis convolution.
+    Both must give the same waveform (else engines built from the graph would drift from eager)."""
+    from unittest import mock
+
+    torch.manual_seed(2)
+    head = Vocos(VocosConfig.preset("tiny")).head.eval()
+    x = torch.randn(2, 37, head.out.in_features) * 3.0  # large enough that magnitudes reach the clamp
+    with torch.no_grad():
+        fft = head(x)
+        with mock.patch("torch.compiler.is_compiling", return_value=True):
+            basis = head(x)
+    assert fft.shape == basis.shape == (2, 37 * HOP_LENGTH)
+    torch.testing.assert_close(fft, basis, rtol=0, atol=1e-5 * float(basis.abs().max()))
+
+
+def test_overlap_add_matches_fold_for_any_hop() -> None:
+    from rtvox.models.vocos import _overlap_add
+
+    torch.manual_seed(3)
+    for n, hop in ((1024, 256), (12, 5), (8, 8)):
+        segments = torch.randn(2, 9, n)
+        ref = F.fold(segments.transpose(1, 2), (1, 8 * hop + n), (1, n), stride=(1, hop))[:, 0, 0]
+        torch.testing.assert_close(_overlap_add(segments, hop), ref)

@@ -1,0 +1,187 @@
+"""The whole acoustic → vocoder chain as two captured programs per shape bucket (the GPU fast path).
+
+Per-module engines pay, on every call, a graph launch, the copy of their inputs into static buffers, the cut
+of their outputs and a host read of the frame count between encode and decode; on an H200 that host side was
+half of the compiled pipeline's 3.4 ms for a 10-s utterance (benchmarks/probes/gpu_pipeline_probe.py). Here:
+
+    inputs ─pad into static buffers─► [encode program]  (batch, phoneme) bucket
+           ─one host read: the longest row's frame count─► frame bucket
+           ─► [decode + vocoder program]  (batch, phoneme, frame) bucket: the frame mask is computed on the
+              device from the encode program's own output tensors, which the decode program reads in place
+           ─► wav cut to the longest row, zero past each row's length
+
+The encoder runs in fp32 (its hidden states set the rounding of durations: in bf16 they moved frames and cost
+log-mel L1 0.23 against eager fp32 on rtvox-small), the frame-rate half in `dtype` (bf16 by default) with the
+vocoder's iSTFT head in fp32 (rtvox.engines.modules.FP32_ISLANDS). Programs are torch.compile'd functions
+(`compile_mode`, None = eager kernels) captured as CUDA graphs on a GPU; on a CPU they run uncaptured, which is
+what the CI tests exercise. Capture is lazy per bucket (`warmup` captures the profile's grid up front).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from rtvox.constants import HOP_LENGTH
+from rtvox.engines.inductor import raise_recompile_limits
+from rtvox.engines.modules import cast_module
+from rtvox.engines.quality import PipelineInputs
+from rtvox.engines.shapes import ShapeProfile
+from rtvox.models.bundle import ModelBundle
+
+Program = Callable[[], Any]
+
+
+class _Captured:
+    """fn() over static tensors, replayed as a CUDA graph (GPU) or called again (CPU)."""
+
+    def __init__(self, fn: Program, device: torch.device, pool: Any, warmup: int = 2) -> None:
+        self.graph: torch.cuda.CUDAGraph | None = None
+        if device.type != "cuda":
+            self.fn: Program | None = fn
+            self.out = fn()
+            return
+        self.fn = None
+        stream = torch.cuda.Stream(device)
+        stream.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(stream):
+            for _ in range(warmup):  # compiles and autotunes outside the capture
+                fn()
+        torch.cuda.current_stream(device).wait_stream(stream)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph, pool=pool):
+            self.out = fn()
+
+    def run(self) -> Any:
+        if self.graph is not None:
+            self.graph.replay()
+        else:
+            assert self.fn is not None
+            self.out = self.fn()
+        return self.out
+
+
+class _EncodeSlot:
+    """Static inputs and the captured encode program of one (batch, phoneme) bucket, plus the decode
+    programs that read its outputs, one per frame bucket."""
+
+    def __init__(self, inputs: list[Tensor], program: _Captured) -> None:
+        self.inputs = inputs
+        self.program = program
+        self.decoders: dict[int, _Captured] = {}
+
+
+class PipelineEngine:
+    """encode → decode → vocoder of one bundle as captured programs per bucket. Call with PipelineInputs →
+    (wav [B, S] fp32, zero past each row's length; frame lengths Long[B])."""
+
+    backend = "graphs"
+
+    def __init__(
+        self,
+        bundle: ModelBundle,
+        device: torch.device | str,
+        profile: ShapeProfile,
+        *,
+        dtype: torch.dtype = torch.bfloat16,
+        compile_mode: str | None = "default",
+    ) -> None:
+        self.device = torch.device(device)
+        self.profile = profile
+        self.dtype = dtype
+        self.compile_mode = compile_mode
+        self.encoder: nn.Module = cast_module(bundle.acoustic, self.device, torch.float32)
+        self.decoder: nn.Module = cast_module(bundle.acoustic, self.device, dtype)
+        self.vocoder: nn.Module = cast_module(bundle.vocoder, self.device, dtype)
+        self._slots: dict[tuple[int, int], _EncodeSlot] = {}
+        self._pool = torch.cuda.graph_pool_handle() if self.device.type == "cuda" else None
+        encode: Callable[..., tuple[Tensor, Tensor]] = self._encode
+        decode: Callable[..., Tensor] = self._decode_vocode
+        if compile_mode is not None:
+            raise_recompile_limits()
+            encode = torch.compile(encode, mode=compile_mode, fullgraph=True, dynamic=False)
+            decode = torch.compile(decode, mode=compile_mode, fullgraph=True, dynamic=False)
+        self._encode_fn, self._decode_fn = encode, decode
+        self.info: dict[str, Any] = {
+            "compile_mode": compile_mode or "eager",
+            "encode_dtype": "float32",
+            "dtype": str(dtype).removeprefix("torch."),
+            "cuda_graphs": self.device.type == "cuda",
+        }
+
+    # ------------------------------------------------------------------ the two programs
+    def _encode(self, *inputs: Tensor) -> tuple[Tensor, Tensor]:
+        hidden, durations = self.encoder.encode(*inputs)  # type: ignore[operator]
+        return hidden.to(self.dtype), durations
+
+    def _decode_vocode(self, hidden: Tensor, durations: Tensor, n_frames: int) -> Tensor:
+        lengths = durations.sum(1, keepdim=True)  # [B, 1]
+        frame_mask = torch.arange(n_frames, device=hidden.device)[None, :] < lengths
+        mel = self.decoder.decode_masked(hidden, durations, frame_mask)  # type: ignore[operator]
+        wav: Tensor = self.vocoder(mel)
+        return wav.float()
+
+    # ------------------------------------------------------------------ buckets
+    def _slot(self, batch: int, phonemes: int, example: tuple[Tensor, ...]) -> _EncodeSlot:
+        key = (batch, phonemes)
+        slot = self._slots.get(key)
+        if slot is None:
+            static = [_pad(t, batch, phonemes if i < 2 else None).to(self.device) for i, t in enumerate(example)]
+            static = [t.clone() for t in static]  # buffers of their own, whatever `example` shares
+            with torch.inference_mode():
+                program = _Captured(lambda: self._encode_fn(*static), self.device, self._pool)
+            slot = self._slots[key] = _EncodeSlot(static, program)
+        return slot
+
+    def _decoder(self, slot: _EncodeSlot, n_frames: int) -> _Captured:
+        program = slot.decoders.get(n_frames)
+        if program is None:
+            # Reads the encode program's outputs where they are (fixed addresses once captured on a GPU).
+            def run() -> Tensor:
+                return self._decode_fn(slot.program.out[0], slot.program.out[1], n_frames)
+
+            with torch.inference_mode():
+                program = _Captured(run, self.device, self._pool)
+            slot.decoders[n_frames] = program
+        return program
+
+    def warmup(self, example: PipelineInputs) -> None:
+        """Capture every (batch, phoneme, frame) bucket of the profile with `example`'s values."""
+        tensors = example.tensors("cpu")
+        for batch in self.profile.batch.buckets:
+            for phonemes in self.profile.phonemes.buckets:
+                slot = self._slot(batch, phonemes, tensors)
+                for frames in self.profile.frames.buckets:
+                    self._decoder(slot, frames)
+
+    # ------------------------------------------------------------------ call
+    def __call__(self, inputs: PipelineInputs) -> tuple[Tensor, Tensor]:
+        tensors = inputs.tensors(self.device)
+        rows, length = tensors[0].shape
+        batch = self.profile.batch.bucket(rows, "batch")
+        phonemes = self.profile.phonemes.bucket(length, "phonemes")
+        slot = self._slot(batch, phonemes, tensors)
+        with torch.inference_mode():
+            for i, (dst, src) in enumerate(zip(slot.inputs, tensors, strict=True)):
+                dst.copy_(_pad(src, batch, phonemes if i < 2 else None))
+            _, durations = slot.program.run()
+            lengths = durations[:rows].sum(1)
+            longest = int(lengths.max())  # the one host read
+            program = self._decoder(slot, self.profile.frames.bucket(longest, "frames"))
+            wav = program.run()[:rows, : longest * HOP_LENGTH]
+            keep = torch.arange(wav.shape[1], device=wav.device)[None, :] < (lengths * HOP_LENGTH)[:, None]
+            return wav * keep, lengths.clone()
+
+
+def _pad(t: Tensor, batch: int, length: int | None) -> Tensor:
+    """Rows padded to `batch` by repeating the first (a valid request), the phoneme axis to `length` with
+    zeros (padding id, mask False)."""
+    if length is not None and t.shape[1] < length:
+        t = F.pad(t, (0, length - t.shape[1]))
+    if t.shape[0] < batch:
+        t = torch.cat([t, t[:1].expand(batch - t.shape[0], *t.shape[1:])], 0)
+    return t
