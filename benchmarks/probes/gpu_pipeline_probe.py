@@ -17,6 +17,7 @@ peak memory. Writes OUTDIR/gpu_pipeline_probe.json after every variant. (The fir
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -56,6 +57,7 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=Path("models/rtvox-small"))
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--budget-s", type=float, default=420.0, help="batch sweeps stop past this")
+    parser.add_argument("--variants", default="", help="comma list of variant labels to run (default: all)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     dev = torch.device("cuda")
@@ -162,6 +164,11 @@ def main() -> None:
         build_s = time.perf_counter() - t0
         for _ in range(5):
             engine(utt)
+        # Serving memory: the engine's own weights, graph pools and activations, not the compile's transients.
+        torch.cuda.synchronize()
+        gc.collect()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
         ms = []
         for _ in range(args.repeats):
             torch.cuda.synchronize()
@@ -204,7 +211,10 @@ def main() -> None:
         ("pipeline-eager-kernels", lambda: pipeline("pipeline-eager-kernels", None, (1,))),
         ("inductor-enc32-bf16", inductor_mixed),
     ]
+    wanted = {v for v in args.variants.split(",") if v}
     for label, step in steps:
+        if wanted and label not in wanted:
+            continue
         t0 = time.perf_counter()
         try:
             step()

@@ -94,8 +94,9 @@ class PipelineEngine:
         self.profile = profile
         self.dtype = dtype
         self.compile_mode = compile_mode
-        self.encoder: nn.Module = cast_module(bundle.acoustic, self.device, torch.float32)
-        self.decoder: nn.Module = cast_module(bundle.acoustic, self.device, dtype)
+        # Each program holds only the weights it runs: the encoder half in fp32, the frame-rate half in `dtype`.
+        self.encoder: nn.Module = _without(cast_module(bundle.acoustic, self.device, torch.float32), _DECODER_PARTS)
+        self.decoder: nn.Module = _without(cast_module(bundle.acoustic, self.device, dtype), _ENCODER_PARTS)
         self.vocoder: nn.Module = cast_module(bundle.vocoder, self.device, dtype)
         self._slots: dict[tuple[int, int], _EncodeSlot] = {}
         self._pool = torch.cuda.graph_pool_handle() if self.device.type == "cuda" else None
@@ -160,14 +161,14 @@ class PipelineEngine:
 
     # ------------------------------------------------------------------ call
     def __call__(self, inputs: PipelineInputs) -> tuple[Tensor, Tensor]:
-        tensors = inputs.tensors(self.device)
+        tensors = inputs.tensors("cpu")  # padded on the host: one copy per input into its static buffer
         rows, length = tensors[0].shape
         batch = self.profile.batch.bucket(rows, "batch")
         phonemes = self.profile.phonemes.bucket(length, "phonemes")
         slot = self._slot(batch, phonemes, tensors)
         with torch.inference_mode():
             for i, (dst, src) in enumerate(zip(slot.inputs, tensors, strict=True)):
-                dst.copy_(_pad(src, batch, phonemes if i < 2 else None))
+                dst.copy_(_pad(src, batch, phonemes if i < 2 else None), non_blocking=True)
             _, durations = slot.program.run()
             lengths = durations[:rows].sum(1)
             longest = int(lengths.max())  # the one host read
@@ -175,6 +176,21 @@ class PipelineEngine:
             wav = program.run()[:rows, : longest * HOP_LENGTH]
             keep = torch.arange(wav.shape[1], device=wav.device)[None, :] < (lengths * HOP_LENGTH)[:, None]
             return wav * keep, lengths.clone()
+
+
+# AcousticModel submodules each half does not run (encode: embed → encoder → cond_proj → variance;
+# decode_masked: decoder → mel_out → postnet).
+_DECODER_PARTS = ("decoder", "mel_out", "postnet")
+_ENCODER_PARTS = ("embed", "encoder", "cond_proj", "variance")
+
+
+def _without(model: nn.Module, parts: tuple[str, ...]) -> nn.Module:
+    """`model` (an engine's own copy) with the named submodules dropped, so their weights leave the device."""
+    for name in parts:
+        if getattr(model, name, None) is not None:
+            delattr(model, name)
+            setattr(model, name, None)
+    return model
 
 
 def _pad(t: Tensor, batch: int, length: int | None) -> Tensor:

@@ -45,6 +45,9 @@ def eval_command(
     eval_dir: Annotated[Path | None, typer.Option(help="Folder of sentences_<lang>.txt (default shared/eval)")] = None,
     threads: Annotated[int, typer.Option(help="CPU threads for the model and Whisper")] = 2,
     keep_audio: Annotated[Path | None, typer.Option(help="Write the rendered clips here")] = None,
+    backend: Annotated[str, typer.Option(help="Engine backend the model runs on (CPU): eager, onnx, auto, ...")] = (
+        "eager"
+    ),
 ) -> None:
     """Measure quality: Whisper-base WER/CER, cloning similarity, emotion accuracy, duration error."""
     from rtvox.eval.intelligibility import parse_sets
@@ -66,6 +69,7 @@ def eval_command(
             judge_dir=judge,
             threads=threads,
             keep_audio=keep_audio,
+            backend=backend,
             command=shlex.join(["rtvox", *sys.argv[1:]]),
         )
         if clone and corpus is None and not clone_refs:

@@ -45,6 +45,7 @@ class EvalOptions:
     judge_dir: Path | None = None  # emotion judge weights (default models/eval-emotion)
     threads: int = 2
     keep_audio: Path | None = None  # write every rendered clip here
+    backend: str = "eager"  # engine backend of the model (rtvox.engines; "auto" = what serving picks)
     command: str = ""  # the command line, recorded in the results
 
 
@@ -94,11 +95,12 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
     else:
         from rtvox.runtime.synthesizer import Synthesizer
 
-        synth = Synthesizer(options.model, device="cpu")
+        synth = Synthesizer(options.model, device="cpu", backend=options.backend)
         voice = options.voice or synth.default_voice
         render, sets = _model_renderer(synth, voice), options.sets
         results["model"] = str(synth.model_dir)
         results["voice"] = voice
+        results["backend"] = options.backend
     results["sets"] = {}
     for sentence_set in sets:
         keep = options.keep_audio / "asr" if options.keep_audio else None
