@@ -387,13 +387,16 @@ def speedups(results: list[dict[str, Any]], piper: dict[str, Any] | None) -> dic
     for r in results:
         if "texts" not in r:
             continue
-        label = f"{r['backend']}-{r['dtype']}"
+        label = "auto" if r["backend"] == "auto" else f"{r['backend']}-{r['dtype']}"
         out[label] = {}
         for t, x in r["texts"].items():
             row: dict[str, float] = {}
             if base is not None and t in base["texts"]:
                 row["vs_eager_fp32"] = base["texts"][t]["e2e"]["mean_ms"] / x["e2e"]["mean_ms"]
             if piper is not None and t in piper["texts"]:
-                row["vs_piper_rtf"] = piper["texts"][t]["rtf"] / x["rtf"]
+                p = piper["texts"][t]
+                row["vs_piper_rtf"] = p["rtf"] / x["rtf"]  # mean latency per audio second
+                # the same from medians (a run's outliers move means; Piper speaks its own length of audio)
+                row["vs_piper_rtf_p50"] = (p["e2e"]["p50_ms"] / p["audio_s"]) / (x["e2e"]["p50_ms"] / x["audio_s"])
             out[label][t] = row
     return out
