@@ -41,6 +41,8 @@ BENCH_TEXTS: dict[str, tuple[str, float]] = {
     ),
 }
 BATCHES: tuple[int, ...] = (1, 8, 32, 64)
+TURN_PAUSE_S = 0.05  # between interleaved turns (see `interleaved`)
+DTYPE_SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 MODULE_NAMES: tuple[str, ...] = ("acoustic_encode", "acoustic_decode", "vocoder")
 
 
@@ -148,6 +150,11 @@ def time_pipeline(
     return summarize([run_once(engines, chunks, device) for _ in range(repeats)])
 
 
+def variant_label(backend: str, dtype: str) -> str:
+    """A table row's key: backend-dtype, or "auto" (its dtype is one pick per module)."""
+    return "auto" if backend == "auto" else f"{backend}-{dtype}"
+
+
 @dataclass
 class Variant:
     """One row of the table: a backend at a precision."""
@@ -158,7 +165,7 @@ class Variant:
 
     @property
     def label(self) -> str:
-        return "auto" if self.backend == "auto" else f"{self.backend}-{self.dtype}"
+        return variant_label(self.backend, self.dtype)
 
 
 def build_variant(
@@ -187,9 +194,6 @@ def build_variant(
     variant.result["build_s"] = round(time.perf_counter() - t0, 2)
     variant.result["engines"] = describe_engines(engines)
     return engines
-
-
-TURN_PAUSE_S = 0.05
 
 
 def interleaved(
@@ -300,9 +304,6 @@ def _dtype_cell(result: dict[str, Any]) -> str:
     return ", ".join(f"{short.get(m, m)} {e['backend']} {DTYPE_SHORT.get(e['dtype'], e['dtype'])}" for m, e in picks)
 
 
-DTYPE_SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
-
-
 def markdown_table(results: list[dict[str, Any]], piper: dict[str, Any] | None = None) -> str:
     """The BENCHMARKS.md table: one row per variant, e2e mean/P50/P99 and RTF per text, batch throughput."""
     texts = list(BENCH_TEXTS)
@@ -387,7 +388,7 @@ def speedups(results: list[dict[str, Any]], piper: dict[str, Any] | None) -> dic
     for r in results:
         if "texts" not in r:
             continue
-        label = "auto" if r["backend"] == "auto" else f"{r['backend']}-{r['dtype']}"
+        label = variant_label(r["backend"], r["dtype"])
         out[label] = {}
         for t, x in r["texts"].items():
             row: dict[str, float] = {}

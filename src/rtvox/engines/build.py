@@ -38,7 +38,7 @@ AUTO_ORDER_MODULE: dict[tuple[str, str], tuple[tuple[str, torch.dtype], ...]] = 
     ("cuda", "acoustic_encode"): (("inductor", torch.float32), ("aoti", torch.float32), ("eager", torch.float32)),
 }
 # Per-module orders that differ from the device's, for CPUs with native bf16 dot products (measured on the
-# 2-core AMD EPYC with AVX-512 BF16, rtvox-small, 2026-12-04): the frame-rate modules run eager bf16 (oneDNN
+# 2-core AMD EPYC with AVX-512 BF16, rtvox-small, 2026-12-03): the frame-rate modules run eager bf16 (oneDNN
 # bf16 convolutions and linears, no padding to buckets; decode 1.5x, vocoder 2x eager fp32, log-mel L1 0.015);
 # the encoder stays fp32 (in bf16 its hidden states move duration rounding: L1 0.07-0.09) on ONNX Runtime.
 AUTO_ORDER_CPU_BF16: dict[str, tuple[tuple[str, torch.dtype], ...]] = {

@@ -20,6 +20,7 @@ from rtvox.engines.shapes import MODULE_INPUTS, ShapeProfile
 from rtvox.errors import InputError, ModelError
 from rtvox.models.acoustic import AcousticDecodeStep, AcousticEncodeStep, AcousticModel
 from rtvox.models.prosody import IDENTITY_ROW
+from rtvox.models.vocos import Vocos
 
 ModuleFn = Callable[..., Tensor | tuple[Tensor, ...]]
 
@@ -138,17 +139,18 @@ def adapt_inputs(module: str, inputs: tuple[Tensor, ...], frames: int | None = N
 # - the duration predictor: its output is rounded to whole frames, and a half-precision error there moves every
 #   later frame of the audio, not just its loudness;
 # - Vocos's output LayerNorm and iSTFT head: bf16 log-magnitudes and phases cost log-mel L1 0.10 against fp32
-#   (0.011 with these two in fp32) for ~1 % of the vocoder's multiply-adds (2026-12-04, rtvox-small, CPU).
+#   (0.011 with these two in fp32) for ~1 % of the vocoder's multiply-adds (2026-12-03, rtvox-small, CPU).
 FP32_ISLANDS: tuple[str, ...] = ("variance.duration", "norm_out", "head")
-_ISLAND_TYPES: dict[str, tuple[str, ...]] = {"norm_out": ("Vocos",), "head": ("Vocos",)}
+# Islands whose name is generic: they count only as children of this module type.
+_ISLAND_OWNERS: dict[str, type[nn.Module]] = {"norm_out": Vocos, "head": Vocos}
 
 
 def _is_island(name: str, parent: nn.Module) -> bool:
     """Whether the submodule at dotted `name` (child of `parent`) stays fp32."""
     for island in FP32_ISLANDS:
         if name == island or name.endswith("." + island):
-            owners = _ISLAND_TYPES.get(island)
-            return owners is None or type(parent).__name__ in owners
+            owner = _ISLAND_OWNERS.get(island)
+            return owner is None or isinstance(parent, owner)
     return False
 
 

@@ -98,7 +98,8 @@ class ConvNeXtBlock(nn.Module):
 
 class ISTFTHead(nn.Module):
     """Features [B, T, C] -> waveform [B, T * hop]: predicts log-magnitude and phase per bin, then runs the
-    inverse real DFT and weighted overlap-add as a single strided transposed convolution."""
+    inverse real DFT (by FFT in eager; as one matrix product with the windowed basis when compiled or exported)
+    and the weighted overlap-add."""
 
     basis: Tensor  # [2F, 1, n_fft] windowed inverse-DFT basis (cos rows, then sin rows)
     window: Tensor  # [1, 1, n_fft] synthesis window (the FFT path applies it after the inverse transform)
@@ -140,12 +141,11 @@ class ISTFTHead(nn.Module):
             # (tests/unit/training/test_vocos.py).
             spectrum = torch.complex(mag * torch.cos(phase), mag * torch.sin(phase))  # 3x faster than polar on CPU
             segments = torch.fft.irfft(spectrum, n=self.n_fft, dim=1).transpose(1, 2) * self.window
-        wav = _overlap_add(segments, self.hop)[:, None, :]  # [B, 1, (T - 1) * hop + N]
-        envelope = _overlap_add(self.window_sq.expand(1, frames, self.n_fft), self.hop)[:, None, :]  # Σ window²
+        wav = _overlap_add(segments, self.hop)  # [B, (T - 1) * hop + N]
+        envelope = _overlap_add(self.window_sq.expand(1, frames, self.n_fft), self.hop)  # [1, ...]: Σ window²
         pad = (self.n_fft - self.hop) // 2
         length = frames * self.hop
-        wav = wav[:, 0, pad : pad + length] / envelope[:, 0, pad : pad + length].clamp_min(1e-6)
-        return wav
+        return wav[:, pad : pad + length] / envelope[:, pad : pad + length].clamp_min(1e-6)
 
 
 def _overlap_add(segments: Tensor, hop: int) -> Tensor:
