@@ -33,7 +33,7 @@ def test_eager_bf16_keeps_the_islands_fp32_and_answers_in_fp32(bundle: ModelBund
     assert float((got - ref).abs().max()) < 0.03 * float(ref.abs().max())
 
 
-def test_vocos_head_and_output_norm_stay_fp32_in_bf16(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_vocos_head_and_output_norm_stay_fp32_in_bf16() -> None:
     from rtvox.models.vocos import Vocos, VocosConfig
 
     torch.manual_seed(0)
