@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from rtvox.constants import HOP_LENGTH
+from rtvox.engines.cudagraph import capture_cuda_graph
 from rtvox.engines.inductor import raise_recompile_limits
 from rtvox.engines.modules import cast_module
 from rtvox.engines.quality import PipelineInputs
@@ -46,15 +47,7 @@ class _Captured:
             self.out = fn()
             return
         self.fn = None
-        stream = torch.cuda.Stream(device)
-        stream.wait_stream(torch.cuda.current_stream(device))
-        with torch.cuda.stream(stream):
-            for _ in range(warmup):  # compiles and autotunes outside the capture
-                fn()
-        torch.cuda.current_stream(device).wait_stream(stream)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph, pool=pool):
-            self.out = fn()
+        self.graph, self.out = capture_cuda_graph(fn, device, pool, warmup)
 
     def run(self) -> Any:
         if self.graph is not None:

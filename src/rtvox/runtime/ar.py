@@ -26,6 +26,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from rtvox.engines.cudagraph import capture_cuda_graph
 from rtvox.models.ar import ARDecoder, PagedKVCache
 from rtvox.models.sampling import SamplingParams, sample
 
@@ -241,20 +242,12 @@ class StaticDecodeStep:
     def _capture(
         self, last: Tensor, positions: Tensor, tables: Tensor
     ) -> tuple[torch.cuda.CUDAGraph, Tensor, Tensor, Tensor, Tensor]:
-        # warm-up on a side stream (compiles, autotunes, allocates), then capture; both write the same keys and
-        # values to the same slots as the replay that follows, so running them is harmless
+        # the warm-up runs and the capture write the same keys and values to the same slots as the replay that
+        # follows, so running them is harmless
         static = (last.clone(), positions.clone(), tables.clone())
-        side = torch.cuda.Stream(device=last.device)
-        side.wait_stream(torch.cuda.current_stream(last.device))
-        with torch.cuda.stream(side):
-            for _ in range(2):
-                self._fn(*static)
-        torch.cuda.current_stream(last.device).wait_stream(side)
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self._pool):
-            out = self._fn(*static)
+        graph, out = capture_cuda_graph(lambda: self._fn(*static), last.device, self._pool)
         entry = (graph, *static, out)
         self._graphs[(last.shape[0], tables.shape[1])] = entry
         return entry
