@@ -7,6 +7,8 @@ For the 10-s utterance of benchmarks/gpu_engines.py (120 phonemes, 938 frames, b
   pipeline-default        rtvox.engines.pipeline.PipelineEngine: encode (fp32) and decode + vocoder (bf16) as
                           two CUDA graphs of torch.compile "default" kernels per bucket; batch sweep 1/8/32/64
   pipeline-eager-kernels  the same two graphs around eager kernels
+  pipeline-enc-fp32-weights  pipeline-default with the encoder's weights resident in fp32 (the default keeps
+                          them in fp16 and upcasts where used: same arithmetic, half the bytes)
   inductor-enc32-bf16     the per-module `inductor` engines (reduce-overhead), encoder fp32, plus a
                           torch.profiler pass per module: kernels per call, GPU busy time against wall time
 Every variant: latency mean / P50 / P99 over `repeats` runs after warm-up, log-mel L1 against eager fp32,
@@ -148,18 +150,25 @@ def main() -> None:
         engines |= build_engines(bundle, "inductor", dev, torch.float32, options=options, modules=("acoustic_encode",))
         engines_variant("inductor-enc32-bf16", engines, prof=True)
 
-    def pipeline(label: str, mode: str | None, batches: tuple[int, ...]) -> None:
+    def pipeline(label: str, mode: str | None, batches: tuple[int, ...], fp16_weights: bool = True) -> None:
         from rtvox.engines.bench import batched
         from rtvox.engines.pipeline import PipelineEngine
 
+        # An earlier variant's engine stays alive in torch.compile's caches until they are reset: without this
+        # its memory sat in `base` and was freed mid-variant (run 5's negative figures).
+        torch._dynamo.reset()
+        gc.collect()
         torch.cuda.synchronize()
+        torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
         prof = ShapeProfile(
             "probe-b", AxisRange(1, 1, max(batches), batches), prof1.phonemes, prof1.frames, prof1.ref_frames
         )
         t0 = time.perf_counter()
-        engine = PipelineEngine(bundle, dev, prof, compile_mode=mode)
+        engine = PipelineEngine(bundle, dev, prof, compile_mode=mode, encode_weights_fp16=fp16_weights)
+        torch.cuda.synchronize()
+        weights_mb = (torch.cuda.memory_allocated() - base) / 2**20
         wav, _ = engine(utt)
         build_s = time.perf_counter() - t0
         for _ in range(5):
@@ -181,6 +190,8 @@ def main() -> None:
             "l1": log_mel_l1(wav[:, : FRAMES * HOP_LENGTH], reference),
             "build_s": build_s,
             "peak_mb": (torch.cuda.max_memory_allocated() - base) / 2**20,
+            "weights_mb": weights_mb,  # the engine's own weights (allocated after construction)
+            "resident_mb": (torch.cuda.memory_allocated() - base) / 2**20,  # + graph pools and static buffers
             "info": engine.info,
         }
         sweep = {}
@@ -209,6 +220,7 @@ def main() -> None:
         ("eager-fp32", lambda: engines_variant("eager-fp32", eager, prof=False)),
         ("pipeline-default", lambda: pipeline("pipeline-default", "default", (1, 8, 32, 64))),
         ("pipeline-eager-kernels", lambda: pipeline("pipeline-eager-kernels", None, (1,))),
+        ("pipeline-enc-fp32-weights", lambda: pipeline("pipeline-enc-fp32-weights", "default", (1,), False)),
         ("inductor-enc32-bf16", inductor_mixed),
     ]
     wanted = {v for v in args.variants.split(",") if v}

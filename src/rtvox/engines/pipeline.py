@@ -11,7 +11,8 @@ half of the compiled pipeline's 3.4 ms for a 10-s utterance (benchmarks/probes/g
            ─► wav cut to the longest row, zero past each row's length
 
 The encoder runs in fp32 (its hidden states set the rounding of durations: in bf16 they moved frames and cost
-log-mel L1 0.23 against eager fp32 on rtvox-small), the frame-rate half in `dtype` (bf16 by default) with the
+log-mel L1 0.23 against eager fp32 on rtvox-small) on weights kept in fp16 and upcast where used (exact: the
+shipped weights are fp16; half the resident bytes), the frame-rate half in `dtype` (bf16 by default) with the
 vocoder's iSTFT head in fp32 (rtvox.engines.modules.FP32_ISLANDS). Programs are torch.compile'd functions
 (`compile_mode`, None = eager kernels) captured as CUDA graphs on a GPU; on a CPU they run uncaptured, which is
 what the CI tests exercise. Capture is lazy per bucket (`warmup` captures the profile's grid up front).
@@ -29,7 +30,7 @@ from torch import Tensor, nn
 from rtvox.constants import HOP_LENGTH
 from rtvox.engines.cudagraph import capture_cuda_graph
 from rtvox.engines.inductor import raise_recompile_limits
-from rtvox.engines.modules import cast_module
+from rtvox.engines.modules import cast_module, store_weights_fp16
 from rtvox.engines.quality import PipelineInputs
 from rtvox.engines.shapes import ShapeProfile
 from rtvox.models.bundle import ModelBundle
@@ -82,6 +83,7 @@ class PipelineEngine:
         *,
         dtype: torch.dtype = torch.bfloat16,
         compile_mode: str | None = "default",
+        encode_weights_fp16: bool = True,
     ) -> None:
         self.device = torch.device(device)
         self.profile = profile
@@ -89,6 +91,8 @@ class PipelineEngine:
         self.compile_mode = compile_mode
         # Each program holds only the weights it runs: the encoder half in fp32, the frame-rate half in `dtype`.
         self.encoder: nn.Module = _without(cast_module(bundle.acoustic, self.device, torch.float32), _DECODER_PARTS)
+        # fp32 arithmetic on weights resident in fp16 (exact for fp16-shipped weights): half the encoder's bytes
+        saved = store_weights_fp16(self.encoder) if encode_weights_fp16 else 0
         self.decoder: nn.Module = _without(cast_module(bundle.acoustic, self.device, dtype), _ENCODER_PARTS)
         self.vocoder: nn.Module = cast_module(bundle.vocoder, self.device, dtype)
         self._slots: dict[tuple[int, int], _EncodeSlot] = {}
@@ -103,6 +107,7 @@ class PipelineEngine:
         self.info: dict[str, Any] = {
             "compile_mode": compile_mode or "eager",
             "encode_dtype": "float32",
+            "encode_weights_fp16_mb": round(saved / 2**20, 1),
             "dtype": str(dtype).removeprefix("torch."),
             "cuda_graphs": self.device.type == "cuda",
         }

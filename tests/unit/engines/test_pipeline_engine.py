@@ -3,6 +3,8 @@ where its programs run uncaptured: same frame counts, the same audio up to the b
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -52,3 +54,33 @@ def test_bf16_pipeline_is_close_and_reuses_its_buckets(bundle: ModelBundle) -> N
     assert set(engine._slots) == {(1, 16), (2, 16)}  # (batch, phoneme) buckets of the ci profile
     with pytest.raises(Exception, match="phonemes"):
         engine(random_inputs([65], cfg.cond_dim, cfg.vocab_size, [60], seed=1))  # past the profile
+
+
+def test_encoder_weights_kept_in_fp16_compute_like_fp32(bundle: ModelBundle) -> None:
+    """Weights fp16 holds exactly (as the shipped fp16 safetensors are) stay fp16 on the device and give the
+    fp32 encoder's results; a weight fp16 would round is left in fp32."""
+    from rtvox.engines.modules import store_weights_fp16
+
+    half_bundle = copy.deepcopy(bundle)
+    with torch.no_grad():
+        for param in half_bundle.acoustic.parameters():
+            param.copy_(param.half().float())
+    cfg = bundle.config.acoustic
+    inputs = random_inputs([9, 20], cfg.cond_dim, cfg.vocab_size, [0, 0], seed=5)
+    stored = PipelineEngine(half_bundle, CPU, ShapeProfile.preset("ci"), dtype=torch.float32, compile_mode=None)
+    plain = PipelineEngine(
+        half_bundle, CPU, ShapeProfile.preset("ci"), dtype=torch.float32, compile_mode=None, encode_weights_fp16=False
+    )
+    assert stored.info["encode_weights_fp16_mb"] > 0
+    dtypes = {t.dtype for t in stored.encoder.state_dict().values() if t.numel() >= 4096}
+    assert dtypes == {torch.float16}
+    (wav_a, frames_a), (wav_b, frames_b) = stored(inputs), plain(inputs)
+    assert torch.equal(frames_a, frames_b)
+    torch.testing.assert_close(wav_a, wav_b, rtol=0, atol=1e-6)
+    # a weight fp16 would round stays fp32; one it holds exactly is stored
+    layer = torch.nn.Linear(128, 128)
+    assert store_weights_fp16(layer) == 0 and layer.weight.dtype == torch.float32
+    with torch.no_grad():
+        layer.weight.copy_(layer.weight.half().float())
+    assert store_weights_fp16(layer) == 128 * 128 * 2 and layer.weight.dtype == torch.float32
+    assert layer.parametrizations.weight.original.dtype == torch.float16
