@@ -30,7 +30,7 @@ from recipes.corpus.render import (
     save_profiles,
 )
 from recipes.corpus.teachers import TeacherPool, TeacherUnavailable
-from recipes.corpus.texts import EvalGuard, SentenceGenerator
+from recipes.corpus.texts import TEXT_MIXES, EvalGuard, SentenceGenerator
 from recipes.corpus.voices import EMOTION_STYLES
 
 PROFILES_NAME = "teacher_profiles.json"
@@ -268,9 +268,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--eval-dir", type=Path, default=None, help="folder of eval sentences_*.txt to keep out")
     p.add_argument(
         "--text-mix",
-        choices=("v1", "v2"),
+        choices=tuple(TEXT_MIXES),
         default="v1",
-        help="sentence mix: v1 = the shipped model's corpus; v2 adds the larger hand-written zh/mixed lists",
+        help="sentence mix: v1 = the shipped model's corpus; v2 adds the larger hand-written zh/mixed lists; "
+        "v3 = a Mandarin-first top-up (new hand-written list, lexicon frames)",
     )
     p.add_argument("--log-every", type=int, default=25)
     args = p.parse_args(argv)

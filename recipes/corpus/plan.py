@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from recipes.corpus.texts import Sentence, SentenceGenerator
+from recipes.corpus.texts import LANG_SHARES, Sentence, SentenceGenerator
 from recipes.corpus.voices import EMOTION_WEIGHTS, HELDOUT_TEACHERS, SPEAKERS, Speaker
 
 # Per speaker: its teacher's language most, the other language next (voice-converted), mixed least.
@@ -53,8 +53,13 @@ class CorpusPlan:
     def __getitem__(self, index: int) -> PlannedUtterance:
         speaker = self.speaker_at(index)
         rng = random.Random(f"{self.seed}:utt:{index}")
-        other = "en" if speaker.native_lang == "zh" else "zh"
-        lang = rng.choices([speaker.native_lang, other, "mixed"], weights=[NATIVE_SHARE, OTHER_SHARE, MIXED_SHARE])[0]
+        shares = LANG_SHARES.get(self.generator.text_mix)
+        if shares is None:
+            other = "en" if speaker.native_lang == "zh" else "zh"
+            langs, weights = [speaker.native_lang, other, "mixed"], [NATIVE_SHARE, OTHER_SHARE, MIXED_SHARE]
+        else:
+            langs, weights = list(shares), list(shares.values())
+        lang = rng.choices(langs, weights=weights)[0]
         emotion = rng.choices(list(EMOTION_WEIGHTS), weights=list(EMOTION_WEIGHTS.values()))[0]
         if speaker.base_teacher in HELDOUT_TEACHERS:
             split = "heldout-teacher"

@@ -25,7 +25,7 @@ def load_list(name: str) -> tuple[str, ...]:
 
 
 HAND_WRITTEN = {
-    "zh": ("everyday_zh", "polyphone_zh", "everyday2_zh"),
+    "zh": ("everyday_zh", "polyphone_zh", "everyday2_zh", "everyday3_zh"),
     "en": ("everyday_en", "heteronym_en"),
     "mixed": ("mixed", "mixed2"),
 }
@@ -399,6 +399,49 @@ def _mixed_compose(rng: random.Random) -> Pair:
     return _fmt("这个{e}的预算是{m}。", e=rng.choice(MIX_THINGS), m=vb.zh_money_yuan(rng.randint(50, 900) * 10000))
 
 
+@cache
+def _zh_words() -> dict[str, tuple[str, ...]]:
+    """data/words_zh.txt grouped by part of speech: {"n": nouns, "v": verbs, "a": adjectives}."""
+    groups: dict[str, list[str]] = {}
+    for line in load_list("words_zh"):
+        word, tag = line.split("\t")
+        groups.setdefault(tag, []).append(word)
+    return {tag: tuple(words) for tag, words in groups.items()}
+
+
+# Frames for the "lexicon" category: each takes common words drawn at random, so the corpus hears thousands of
+# words and syllable junctions that no hand-written list covers. The frames are ones in which any noun, verb or
+# adjective reads naturally (word lists, definitions, dictation), not sentences that would need the words to fit.
+ZH_LEXICON_FRAMES = [
+    "这一课的生词有{n1}、{n2}、{n3}和{n4}。",
+    "请在本子上写下这几个词：{n1}、{v1}、{a1}。",
+    "下面听写：{n1}，{n2}，{v1}，{a1}，{n3}。",
+    "“{n1}”和“{n2}”这两个词你会读吗？",
+    "他在黑板上写了“{v1}”“{a1}”“{n1}”三个词。",
+    "词典里“{n1}”的下一页就是“{n2}”。",
+    "老师让我们用“{v1}”和“{n1}”各造一个句子。",
+    "今天的关键词是{n1}、{n2}，还有{v1}。",
+    "这个题目和{n1}有关，也和{n2}有关。",
+    "请把“{a1}”“{v1}”“{n1}”按拼音顺序排一排。",
+    "第一组词是{n1}和{n2}，第二组词是{v1}和{a1}。",
+    "“{n1}”这个词，小朋友们都学会了吗？",
+]
+
+
+def _zh_lexicon(rng: random.Random) -> Pair:
+    words = _zh_words()
+    picks: dict[str, str] = {}
+    used: set[str] = set()
+    for tag in ("n", "v", "a"):
+        for i in range(1, 5):
+            word = rng.choice(words[tag])
+            while word in used:
+                word = rng.choice(words[tag])
+            used.add(word)
+            picks[f"{tag}{i}"] = word
+    return same(rng.choice(ZH_LEXICON_FRAMES).format(**picks))
+
+
 # Neutral joiners: the parts are unrelated, so no "but"/"so" that would make the sentence read oddly.
 ZH_JOINERS = ["，", "；", "，另外，", "。还有，", "；后来，"]
 EN_JOINERS = [", and ", "; ", ", and then ", ". Also, ", ". Later, "]
@@ -428,6 +471,7 @@ TEMPLATES: dict[str, dict[str, Template]] = {
         "time": _zh_time,
         "currency": _zh_money,
         "long": lambda r: _long("zh", r),
+        "lexicon": _zh_lexicon,
     },
     "en": {
         "compose": _en_compose,

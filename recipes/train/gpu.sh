@@ -13,6 +13,7 @@
 #                                              (run dir acoustic-mini, init from DIR/init/acoustic-mini)
 #   ACOUSTIC_PRESET=mini VOC_PRESET=vocos-mini recipes/train/gpu.sh train ...   the presets (default small and
 #                                              vocos-small; an init snapshot must be of the same preset)
+#   ACOUSTIC_ARGS="--dropout 0.1" recipes/train/gpu.sh train ...   extra flags for `rtvox train acoustic`
 #   recipes/train/gpu.sh train-ar DIR MINUTES  the AR family: codec for CODEC_MINUTES (default 3; skipped when
 #                                              DIR/init/codec holds a trained one), then the GPT for the rest
 set -euo pipefail
@@ -74,7 +75,8 @@ launch() {  # launch NAME TRAINER ARGS...: `rtvox train TRAINER` in $RUNS/NAME, 
     --device "${DEVICE:-cuda}" "$@" "${init[@]}" >"$RUNS/$name.log" 2>&1 &
   pids[$name]=$!
 }
-launch acoustic acoustic --preset "${ACOUSTIC_PRESET:-small}" --batch-frames "${BATCH_FRAMES:-24000}"
+# shellcheck disable=SC2086  # ACOUSTIC_ARGS is a list of extra flags, split on purpose
+launch acoustic acoustic --preset "${ACOUSTIC_PRESET:-small}" --batch-frames "${BATCH_FRAMES:-24000}" ${ACOUSTIC_ARGS:-}
 if [ "${VOCODER:-1}" != 0 ]; then
   launch vocoder vocoder --preset "${VOC_PRESET:-vocos-small}" --batch "${VOC_BATCH:-32}"
 fi

@@ -198,7 +198,7 @@ def test_v2_weights_sum_to_one_and_bad_mix_refused() -> None:
         for lang in LANGS:
             assert sum(table[lang].values()) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="text_mix"):
-        SentenceGenerator(0, EMPTY, text_mix="v3")
+        SentenceGenerator(0, EMPTY, text_mix="v9")
 
 
 def test_new_lists_registered_and_sized() -> None:
@@ -251,4 +251,4 @@ def test_build_cli_refuses_other_mix_on_resume(tmp_path: Path) -> None:
     (tmp_path / "build_info.json").write_text('{"runs": []}', encoding="utf-8")  # built before mixes: v1
     assert build_main(["--out", str(tmp_path), "--text-mix", "v2", "--eval-dir", str(tmp_path / "none")]) == 2
     with pytest.raises(SystemExit):
-        build_main(["--out", str(tmp_path), "--text-mix", "v3"])
+        build_main(["--out", str(tmp_path), "--text-mix", "v9"])

@@ -141,6 +141,20 @@ def test_train_resume_export_and_speak(packed: Path, tmp_path: Path) -> None:
         assert sum(chunk.durations) * 256 == chunk.audio.size
 
 
+def test_dropout_override_reaches_the_acoustic_model(packed: Path, tmp_path: Path) -> None:
+    import torch
+
+    from rtvox.training.acoustic import AcousticRun, build_modules, run_config
+
+    def rates(run: AcousticRun) -> set[float]:
+        model = build_modules(run_config(run, 400), 400)["acoustic"]
+        return {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)}
+
+    preset = AcousticRun(packed, tmp_path / "a", preset="small", device="cpu")
+    assert rates(preset) == {0.05}
+    assert rates(AcousticRun(packed, tmp_path / "b", preset="small", device="cpu", dropout=0.15)) == {0.15}
+
+
 def test_vocoder_starts_from_a_snapshot_without_its_discriminator(packed: Path, tmp_path: Path) -> None:
     from safetensors.torch import load_file
 

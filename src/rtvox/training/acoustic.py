@@ -9,6 +9,7 @@ to the table. bf16 autocast on CUDA; time-boxed runs that checkpoint as they go 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -73,6 +74,8 @@ class AcousticRun:
     # pitch/energy targets as z-scores over the speaker's utterances ("speaker") or over each utterance
     # ("utterance", runs T1-T4): per-utterance scores erase the level and range changes emotions are made of
     prosody_norm: str = "speaker"
+    # acoustic model dropout; None keeps the preset's (a fine-tune on new text may want more regularization)
+    dropout: float | None = None
     seed: int = 0
     device: str = "cuda"
     log_every: int = 100
@@ -82,6 +85,14 @@ class AcousticRun:
 def _lr(step: int, run: AcousticRun) -> float:
     step = max(step, 1)
     return run.lr * min(step / run.warmup, math.sqrt(run.warmup / step))
+
+
+def run_config(run: AcousticRun, vocab_size: int) -> ModelConfig:
+    """The preset's model config with the run's overrides (dropout)."""
+    config = ModelConfig.preset(run.preset, vocab_size=vocab_size, name="rtvox-base")
+    if run.dropout is not None:
+        config = dataclasses.replace(config, acoustic=dataclasses.replace(config.acoustic, dropout=run.dropout))
+    return config
 
 
 def build_modules(config: ModelConfig, vocab_size: int) -> dict[str, torch.nn.Module]:
@@ -205,7 +216,7 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
         torch.backends.cudnn.allow_tf32 = True
     vocab = Vocabulary.default()
     data = drop_ids(load_acoustic(run.data), {vocab.id(symbol) for symbol in run.skip_symbols})
-    config = ModelConfig.preset(run.preset, vocab_size=len(vocab), name="rtvox-base")
+    config = run_config(run, len(vocab))
     modules = build_modules(config, len(vocab))
     if run.prosody_norm not in ("speaker", "utterance"):
         raise ValueError(f"prosody_norm must be 'speaker' or 'utterance', got {run.prosody_norm!r}")

@@ -47,6 +47,9 @@ def acoustic(
     prosody_norm: Annotated[
         str, typer.Option("--prosody-norm", help="pitch/energy z-scores per 'speaker' (default) or 'utterance'")
     ] = "speaker",
+    dropout: Annotated[
+        float | None, typer.Option("--dropout", help="acoustic model dropout (default: the preset's)")
+    ] = None,
     device: DeviceOpt = "cuda",
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
@@ -58,6 +61,8 @@ def acoustic(
     vocab = Vocabulary.default()
     if unknown := [s for s in skip if s not in vocab.symbols]:
         raise typer.BadParameter(f"not phoneme symbols: {unknown}", param_hint="--skip-symbols")
+    if dropout is not None and not 0.0 <= dropout < 1.0:
+        raise typer.BadParameter(f"must be in [0, 1), not {dropout}", param_hint="--dropout")
 
     train_acoustic(
         AcousticRun(
@@ -75,6 +80,7 @@ def acoustic(
             prior_width=prior_width,
             flat_start=flat_start,
             prosody_norm=prosody_norm,
+            dropout=dropout,
             device=device,
             seed=seed,
         )
