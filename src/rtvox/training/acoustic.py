@@ -74,7 +74,7 @@ class AcousticRun:
     # pitch/energy targets as z-scores over the speaker's utterances ("speaker") or over each utterance
     # ("utterance", runs T1-T4): per-utterance scores erase the level and range changes emotions are made of
     prosody_norm: str = "speaker"
-    # acoustic model dropout; None keeps the preset's (a fine-tune on new text may want more regularization)
+    # acoustic model dropout; None keeps the preset's
     dropout: float | None = None
     seed: int = 0
     device: str = "cuda"
