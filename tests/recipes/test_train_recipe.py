@@ -155,6 +155,17 @@ def test_dropout_override_reaches_the_acoustic_model(packed: Path, tmp_path: Pat
     assert rates(AcousticRun(packed, tmp_path / "b", preset="small", device="cpu", dropout=0.15)) == {0.15}
 
 
+def test_train_cli_refuses_a_dropout_outside_0_1(packed: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from rtvox.cli import app
+
+    args = ["train", "acoustic", "--data", str(packed), "--run-dir", str(tmp_path / "r"), "--device", "cpu"]
+    result = CliRunner().invoke(app, [*args, "--dropout", "1.5", "--max-steps", "1"])
+    assert result.exit_code != 0 and "--dropout" in result.output
+    assert not (tmp_path / "r").exists()  # refused before anything was written
+
+
 def test_vocoder_starts_from_a_snapshot_without_its_discriminator(packed: Path, tmp_path: Path) -> None:
     from safetensors.torch import load_file
 
