@@ -29,6 +29,7 @@ from rtvox.eval.metrics import ErrorCounts, score
 from rtvox.models.acoustic import AcousticModel
 from rtvox.models.bundle import ModelBundle
 from rtvox.models.emotion import fuse_condition
+from rtvox.models.prosody import IDENTITY_ROW
 from rtvox.text.vocab import Vocabulary
 from rtvox.training.acoustic import AcousticRun, build_modules, run_config, targets
 from rtvox.training.align import Aligner, align_batch
@@ -36,7 +37,6 @@ from rtvox.training.checkpoint import load_snapshot
 from rtvox.training.data import collate_acoustic, drop_ids, load_acoustic, speaker_prosody_stats
 
 WAYS = ("free", "tdur", "tdur_tpe", "copy")
-IDENTITY_PROSODY = (0.0, 1.0, 0.0, 1.0)
 
 
 def _griffin_lim(log_mel: np.ndarray) -> np.ndarray:
@@ -44,7 +44,7 @@ def _griffin_lim(log_mel: np.ndarray) -> np.ndarray:
 
     wav = librosa.feature.inverse.mel_to_audio(
         np.exp(log_mel), sr=SAMPLE_RATE, n_fft=N_FFT, hop_length=HOP_LENGTH, win_length=WIN_LENGTH,
-        fmin=MEL_FMIN, fmax=MEL_FMAX, power=1.0, htk=False, norm="slaney", n_iter=48,
+        fmin=MEL_FMIN, fmax=MEL_FMAX, power=1.0, htk=False, norm="slaney", n_iter=48, random_state=0,
     )  # fmt: skip
     return np.asarray(wav / max(1e-3, float(np.abs(wav).max())) * 0.8, dtype=np.float32)
 
@@ -89,11 +89,10 @@ def main() -> None:
         m.eval()
     model, aligner = modules["acoustic"], modules["aligner"]
     assert isinstance(model, AcousticModel) and isinstance(aligner, Aligner)
-    variance = model.variance
     stats = torch.from_numpy(speaker_prosody_stats(data))
     vocoder = ModelBundle.load(args.model, device="cpu").vocoder.eval()
     neutral = modules["emotion_table"](torch.tensor([0]))
-    one, free, identity = torch.ones(1), torch.zeros(1, dtype=torch.long), torch.tensor([IDENTITY_PROSODY])
+    one, free, identity = torch.ones(1), torch.zeros(1, dtype=torch.long), torch.tensor([IDENTITY_ROW])
     asr = WhisperJudge()
     totals = {f"{way}{suffix}": ErrorCounts() for way in WAYS for suffix in ("", "_gl")}
     for i in picked:
@@ -103,13 +102,12 @@ def main() -> None:
             batch["ph_mask"], batch["frame_mask"], batch["ge2e"], run.prior_width,
         )  # fmt: skip
         _, pitch, energy = targets(batch, durations, stats)
-        x = model._encode_text(batch["ids"], batch["ph_mask"], fuse_condition(batch["ge2e"], neutral, one))
-        hidden, own = variance.infer(x, batch["ph_mask"], one, free, one, one, identity)
-        forced, *_ = variance.forward_train(x, batch["ph_mask"], pitch, energy)
+        ids, mask, cond = batch["ids"], batch["ph_mask"], fuse_condition(batch["ge2e"], neutral, one)
+        hidden, own = model.encode(ids, mask, cond, one, free, one, one, identity)  # its own pitch and energy
         mels = {
             "free": model.decode(hidden, own),
             "tdur": model.decode(hidden, durations),
-            "tdur_tpe": model.decode(forced, durations),
+            "tdur_tpe": model.forward_train(ids, mask, cond, durations, pitch, energy).mel_post,
             "copy": batch["mel"],
         }
         text = manifest[data.utt[i]]["text"]
