@@ -37,7 +37,7 @@ import torch  # noqa: E402 - after the sys.path setup above
 
 from rtvox.constants import HOP_LENGTH  # noqa: E402 - after the sys.path setup above
 from rtvox.engines.base import BuildOptions, Engine  # noqa: E402 - after the sys.path setup above
-from rtvox.engines.bench import time_pipeline  # noqa: E402 - after the sys.path setup above
+from rtvox.engines.bench import latency_stats, time_pipeline  # noqa: E402 - after the sys.path setup above
 from rtvox.engines.build import build_engines  # noqa: E402 - after the sys.path setup above
 from rtvox.engines.cache import runtime_versions  # noqa: E402 - after the sys.path setup above
 from rtvox.engines.quality import log_mel_l1, random_inputs, run_pipeline  # noqa: E402 - after the sys.path setup above
@@ -46,11 +46,6 @@ from rtvox.models.bundle import ModelBundle  # noqa: E402 - after the sys.path s
 
 PHONEMES, FRAMES, PH_BUCKET, FR_BUCKET = 120, 938, 128, 1024
 T0 = time.perf_counter()
-
-
-def stats(ms: list[float]) -> dict[str, float]:
-    a = np.asarray(ms)
-    return {"mean_ms": float(a.mean()), "p50_ms": float(np.percentile(a, 50)), "p99_ms": float(np.percentile(a, 99))}
 
 
 def main() -> None:
@@ -186,7 +181,7 @@ def main() -> None:
             wav = wav.cpu()
             ms.append((time.perf_counter() - s) * 1e3)
         r: dict[str, Any] = {
-            "e2e": stats(ms),
+            "e2e": latency_stats([m / 1e3 for m in ms]),
             "l1": log_mel_l1(wav[:, : FRAMES * HOP_LENGTH], reference),
             "build_s": build_s,
             "peak_mb": (torch.cuda.max_memory_allocated() - base) / 2**20,
