@@ -10,12 +10,13 @@ half of the compiled pipeline's 3.4 ms for a 10-s utterance (benchmarks/probes/g
               device from the encode program's own output tensors, which the decode program reads in place
            ─► wav cut to the longest row, zero past each row's length
 
-The encoder runs in fp32 (its hidden states set the rounding of durations: in bf16 they moved frames and cost
-log-mel L1 0.23 against eager fp32 on rtvox-small) on weights kept in fp16 and upcast where used (exact: the
-shipped weights are fp16; half the resident bytes), the frame-rate half in `dtype` (bf16 by default) with the
-vocoder's iSTFT head in fp32 (rtvox.engines.modules.FP32_ISLANDS). Programs are torch.compile'd functions
-(`compile_mode`, None = eager kernels) captured as CUDA graphs on a GPU; on a CPU they run uncaptured, which is
-what the CI tests exercise. Capture is lazy per bucket (`warmup` captures the profile's grid up front).
+The encoder runs in fp32 (its hidden states set the rounding of durations: in bf16 they moved frames and cost log-
+mel L1 0.23 against eager fp32 on rtvox-small) on weights kept in fp16 and upcast where used (exact: the shipped
+weights are fp16; half the resident bytes), the frame-rate half in `dtype` (bf16 by default) with the vocoder's
+iSTFT head in fp32 (rtvox.engines.modules.FP32_ISLANDS). Programs are torch.compile'd functions (`compile_mode`,
+None = eager kernels, "dynamic" = one compile over symbolic shapes) captured as CUDA graphs on a GPU; on a CPU they
+run uncaptured, which is what the CI tests exercise. Capture is lazy per bucket (`warmup` captures the profile's
+grid up front).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from rtvox.engines.cudagraph import capture_cuda_graph
 from rtvox.engines.inductor import raise_recompile_limits
 from rtvox.engines.modules import cast_module, store_weights_fp16
 from rtvox.engines.quality import PipelineInputs
-from rtvox.engines.shapes import ShapeProfile
+from rtvox.engines.shapes import AxisRange, ShapeProfile
 from rtvox.models.bundle import ModelBundle
 
 Program = Callable[[], Any]
@@ -61,12 +62,18 @@ class _Captured:
 
 class _EncodeSlot:
     """Static inputs and the captured encode program of one (batch, phoneme) bucket, plus the decode
-    programs that read its outputs, one per frame bucket."""
+    programs that read its outputs, one per frame bucket, and their static spectral-tilt input [batch]."""
 
-    def __init__(self, inputs: list[Tensor], program: _Captured) -> None:
+    def __init__(self, inputs: list[Tensor], program: _Captured, tilt: Tensor) -> None:
         self.inputs = inputs
         self.program = program
+        self.tilt = tilt
         self.decoders: dict[int, _Captured] = {}
+
+
+class ProfileExceededError(ValueError):
+    """A batch does not fit the engine's shape profile (too many rows, phonemes or frames): the caller runs it on
+    another path (the per-module engines) or splits it."""
 
 
 class PipelineEngine:
@@ -101,8 +108,11 @@ class PipelineEngine:
         decode: Callable[..., Tensor] = self._decode_vocode
         if compile_mode is not None:
             raise_recompile_limits()
-            encode = torch.compile(encode, mode=compile_mode, fullgraph=True, dynamic=False)
-            decode = torch.compile(decode, mode=compile_mode, fullgraph=True, dynamic=False)
+            # "dynamic": one compile over symbolic shapes for every bucket (each bucket is still captured apart)
+            dynamic = compile_mode == "dynamic"
+            mode = "default" if dynamic else compile_mode
+            encode = torch.compile(encode, mode=mode, fullgraph=True, dynamic=dynamic)
+            decode = torch.compile(decode, mode=mode, fullgraph=True, dynamic=dynamic)
         self._encode_fn, self._decode_fn = encode, decode
         self.info: dict[str, Any] = {
             "compile_mode": compile_mode or "eager",
@@ -117,10 +127,14 @@ class PipelineEngine:
         hidden, durations = self.encoder.encode(*inputs)  # type: ignore[operator]
         return hidden.to(self.dtype), durations
 
-    def _decode_vocode(self, hidden: Tensor, durations: Tensor, n_frames: int) -> Tensor:
+    def _decode_vocode(self, hidden: Tensor, durations: Tensor, tilt: Tensor, n_frames: int) -> Tensor:
         lengths = durations.sum(1, keepdim=True)  # [B, 1]
         frame_mask = torch.arange(n_frames, device=hidden.device)[None, :] < lengths
         mel = self.decoder.decode_masked(hidden, durations, frame_mask)  # type: ignore[operator]
+        # the emotion prior's spectral tilt (rtvox.models.prosody.tilt_mel), per row, on spoken frames only
+        n_mels = mel.shape[1]
+        ramp = (torch.arange(n_mels, device=mel.device, dtype=torch.float32) - (n_mels - 1) / 2) / n_mels
+        mel = mel + (tilt[:, None, None] * ramp[None, :, None] * frame_mask[:, None, :]).to(mel.dtype)
         wav: Tensor = self.vocoder(mel)
         return wav.float()
 
@@ -133,7 +147,8 @@ class PipelineEngine:
             static = [t.clone() for t in static]  # buffers of their own, whatever `example` shares
             with torch.inference_mode():
                 program = _Captured(lambda: self._encode_fn(*static), self.device, self._pool)
-            slot = self._slots[key] = _EncodeSlot(static, program)
+            tilt = torch.zeros(batch, device=self.device)
+            slot = self._slots[key] = _EncodeSlot(static, program, tilt)
         return slot
 
     def _decoder(self, slot: _EncodeSlot, n_frames: int) -> _Captured:
@@ -141,7 +156,7 @@ class PipelineEngine:
         if program is None:
             # Reads the encode program's outputs where they are (fixed addresses once captured on a GPU).
             def run() -> Tensor:
-                return self._decode_fn(slot.program.out[0], slot.program.out[1], n_frames)
+                return self._decode_fn(slot.program.out[0], slot.program.out[1], slot.tilt, n_frames)
 
             with torch.inference_mode():
                 program = _Captured(run, self.device, self._pool)
@@ -159,21 +174,38 @@ class PipelineEngine:
 
     # ------------------------------------------------------------------ call
     def __call__(self, inputs: PipelineInputs) -> tuple[Tensor, Tensor]:
+        wav, lengths, _ = self.run(inputs)
+        return wav, lengths
+
+    def run(self, inputs: PipelineInputs, tilt: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """(wav [B, S] fp32 zero past each row's length, frame lengths Long[B], durations Long[B, N]) of a batch;
+        `tilt` [B]: the emotion prior's spectral tilt per row (None: 0). ProfileExceededError when the batch has
+        more rows or phonemes than the profile's largest bucket (before any work) or its longest row more frames
+        (after the encode program)."""
         tensors = inputs.tensors("cpu")  # padded on the host: one copy per input into its static buffer
         rows, length = tensors[0].shape
-        batch = self.profile.batch.bucket(rows, "batch")
-        phonemes = self.profile.phonemes.bucket(length, "phonemes")
+        batch = self._bucket(self.profile.batch, rows, "batch rows")
+        phonemes = self._bucket(self.profile.phonemes, length, "phonemes")
         slot = self._slot(batch, phonemes, tensors)
         with torch.inference_mode():
             for i, (dst, src) in enumerate(zip(slot.inputs, tensors, strict=True)):
                 dst.copy_(_pad(src, batch, phonemes if i < 2 else None), non_blocking=True)
+            slot.tilt.zero_()
+            if tilt is not None:
+                slot.tilt[:rows].copy_(tilt, non_blocking=True)
             _, durations = slot.program.run()
             lengths = durations[:rows].sum(1)
             longest = int(lengths.max())  # the one host read
-            program = self._decoder(slot, self.profile.frames.bucket(longest, "frames"))
+            program = self._decoder(slot, self._bucket(self.profile.frames, longest, "frames"))
             wav = program.run()[:rows, : longest * HOP_LENGTH]
             keep = torch.arange(wav.shape[1], device=wav.device)[None, :] < (lengths * HOP_LENGTH)[:, None]
-            return wav * keep, lengths.clone()
+            return wav * keep, lengths.clone(), durations[:rows, :length].clone()
+
+    @staticmethod
+    def _bucket(axis: AxisRange, n: int, name: str) -> int:
+        if n > axis.max:
+            raise ProfileExceededError(f"{n} {name} exceed the pipeline's shape profile (max {axis.max})")
+        return axis.bucket(n, name)
 
 
 # AcousticModel submodules each half does not run (encode: embed → encoder → cond_proj → variance;

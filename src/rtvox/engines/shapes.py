@@ -117,7 +117,7 @@ class ShapeProfile:
     ref_frames: AxisRange
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
-    PRESETS = ("default", "batch1", "ci")
+    PRESETS = ("default", "batch1", "serve", "ci")
 
     @classmethod
     def preset(cls, name: str) -> ShapeProfile:
@@ -138,6 +138,14 @@ class ShapeProfile:
                 _axis(2, 64, phon),
                 _axis(2, 512, (256, 1024, 4096)),
                 _axis(2, 512, (1024, 4096)),
+            )
+        if name == "serve":  # the service's captured pipeline: dense batch buckets, a first chunk's 32 phonemes
+            return cls(
+                name,
+                _axis(1, 1, (1, 2, 4, 8, 16, 32, 64)),
+                _axis(2, 64, (32, 64, 128, 2 ** (MAX_CHUNK_PHONEMES - 1).bit_length())),
+                _axis(2, 512, (128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)),  # rows pad to the longest
+                _axis(2, 512, (512, 1024, 2048, 4096)),
             )
         if name == "ci":  # tiny ranges: CPU tests compile a handful of graphs
             return cls(name, _axis(1, 1, (1, 2)), _axis(2, 16, (16, 64)), _axis(2, 64, (64, 256)), _axis(2, 64, (64,)))

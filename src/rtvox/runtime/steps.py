@@ -16,6 +16,8 @@ import torch
 
 from rtvox.constants import HOP_LENGTH
 from rtvox.engines import Engine
+from rtvox.engines.pipeline import PipelineEngine, ProfileExceededError
+from rtvox.engines.quality import PipelineInputs
 from rtvox.models.prosody import IDENTITY_ROW, ProsodyRow, tilt_mel
 from rtvox.runtime.streaming import DEFAULT_BATCH_WINDOW_FRAMES, DEFAULT_MAX_ROWS, vocode_batched
 from rtvox.runtime.types import AudioChunk, SynthesisRequest
@@ -94,7 +96,7 @@ def encode_inputs(rows: Sequence[EncodeRow], device: torch.device) -> tuple[torc
     for row, (ids, *_rest) in enumerate(rows):
         phonemes[row, : len(ids)] = torch.tensor(list(ids), dtype=torch.long)
         mask[row, : len(ids)] = True
-    cond = torch.cat([r[1].to(device) for r in rows])
+    cond = torch.cat([r[1] for r in rows]).to(device)  # one copy (one sync) when conds live on another device
     speed = torch.tensor([r[2].speed for r in rows], dtype=torch.float32)
     target = torch.tensor([r[3] for r in rows], dtype=torch.long)
     pitch = torch.tensor([r[2].pitch_scale for r in rows], dtype=torch.float32)
@@ -163,6 +165,46 @@ def run_chunk_step(
         wav = audio[row]
         assert wav.shape[0] == int(lengths[row]) * HOP_LENGTH
         out.append(audio_chunk(job, wav, durations[row, : len(job.prepared.chunks[job.index].ids)].tolist()))
+    return out
+
+
+def run_pipeline_step(
+    pipeline: PipelineEngine,
+    engines: Mapping[str, Engine],
+    jobs: Sequence[ChunkJob],
+    device: torch.device,
+    *,
+    context_frames: int,
+) -> list[AudioChunk]:
+    """`run_chunk_step` on the captured pipeline (rtvox.engines.pipeline: encode, decode and vocoder as CUDA
+    graphs per shape bucket, the whole chunk vocoded at once): batches past the profile's row count are split,
+    and a group whose longest row is past its frame buckets runs on the per-module `engines` instead."""
+    out: list[AudioChunk] = []
+    size = pipeline.profile.batch.max
+    for start in range(0, len(jobs), size):
+        group = jobs[start : start + size]
+        rows = [
+            (
+                job.prepared.chunks[job.index].ids,
+                job.prepared.cond,
+                job.prepared.request,
+                job.prepared.chunks[job.index].target_frames,
+                job.prepared.prosody,
+            )
+            for job in group
+        ]
+        tilt = torch.tensor([job.prepared.tilt for job in group], dtype=torch.float32)
+        try:
+            wav, lengths, durations = pipeline.run(PipelineInputs(*encode_inputs(rows, torch.device("cpu"))), tilt)
+        except ProfileExceededError:
+            out.extend(run_chunk_step(engines, group, device, context_frames=context_frames))
+            continue
+        samples = wav.cpu().numpy()
+        frames = lengths.tolist()
+        per_id = durations.cpu()
+        for row, job in enumerate(group):
+            n_ids = len(job.prepared.chunks[job.index].ids)
+            out.append(audio_chunk(job, samples[row, : frames[row] * HOP_LENGTH], per_id[row, :n_ids].tolist()))
     return out
 
 

@@ -17,6 +17,9 @@ from rtvox.constants import DEFAULT_MODEL, EMOTIONS, FRAMES_PER_SECOND, SAMPLE_R
 from rtvox.engines import Engine
 from rtvox.engines.build import build_engines as build_engine_set
 from rtvox.engines.build import parse_dtype
+from rtvox.engines.pipeline import PipelineEngine
+from rtvox.engines.quality import random_inputs
+from rtvox.engines.shapes import ShapeProfile
 from rtvox.errors import AudioInputError, InputError, ModelError, TextError
 from rtvox.models.ar_bundle import ARBundle, load_bundle
 from rtvox.models.bundle import ModelBundle
@@ -32,11 +35,12 @@ from rtvox.runtime.steps import (
     allocate_frames,
     natural_frames,
     run_chunk_step,
+    run_pipeline_step,
 )
 from rtvox.runtime.streaming import context_frames_for
 from rtvox.runtime.types import AudioChunk, SynthesisRequest, SynthesisResult, Voice
 from rtvox.runtime.voices import VoiceStore, validate_voice_name
-from rtvox.text import Frontend, Lexicon, Vocabulary
+from rtvox.text import Frontend, FrontendResult, Lexicon, Vocabulary
 
 AudioSource = str | os.PathLike[str] | bytes | np.ndarray
 ProgressFn = Callable[[int, int], None]  # (chunks done, chunks in all)
@@ -48,6 +52,9 @@ def project_models_dir() -> Path:
         return Path(env)
     return Path(__file__).resolve().parents[3] / "models"
 
+
+# Synthesizer backend name of the captured whole-chain pipeline (not an engine-registry backend: it spans modules).
+PIPELINE_BACKEND = "graphs"
 
 # Cache namespace of speaker embeddings: bump the version if the encoder or its preprocessing changes.
 SPEAKER_CACHE_NS = "speaker:ge2e-v1"
@@ -82,7 +89,9 @@ class Synthesizer:
     ) -> None:
         self.model_dir = self._resolve_model(model)
         self.device = resolve_device(device)
-        self.backend = backend
+        # "auto" on a GPU: the captured whole-chain pipeline (the fastest verified path there); elsewhere the
+        # engine builder's per-module choice
+        self.backend = PIPELINE_BACKEND if backend == "auto" and self.device.type == "cuda" else backend
         self.dtype = parse_dtype(dtype)  # compute precision of compiled engines (eager and onnx run fp32)
         self.bundle = load_bundle(self.model_dir, device=self.device, dtype=torch.float32)
         self.vocab = Vocabulary.from_dict(self.bundle.vocab)
@@ -96,6 +105,7 @@ class Synthesizer:
         # Windows of the streamed vocoder need at least the vocoder's receptive field of context on each side.
         self.vocoder_context_frames = context_frames_for(self.bundle.vocoder)
         self.engines: dict[str, Engine] = {}
+        self.pipeline: PipelineEngine | None = None  # backend "graphs": the captured whole-chain engine
         self._ar_step: ARChunkStep | None = None
         self.build_engines()
 
@@ -224,13 +234,19 @@ class Synthesizer:
         return (self.run_step([ChunkJob(prepared, i)])[0] for i in range(len(prepared.chunks)))
 
     # ------------------------------------------------------------------ public steps (shared with the service)
-    def prepare(self, request: SynthesisRequest) -> PreparedRequest:
+    def read_text(self, request: SynthesisRequest) -> FrontendResult:
+        """The text frontend alone (no tensors, no engines): the service runs it off the engine thread."""
+        return self.frontend.process(request.text)  # thread-safe (its jieba and espeak-ng calls are locked)
+
+    def prepare(self, request: SynthesisRequest, front: FrontendResult | None = None) -> PreparedRequest:
         """Frontend + condition (+ the split of a target duration over chunks): everything before the chunk steps.
 
-        Raises TextError when the text has nothing to speak, InputError for what the model's family cannot do.
-        Runs acoustic_encode once when `duration` is set (default family).
+        `front`: `read_text(request)` already run elsewhere. Raises TextError when the text has nothing to speak,
+        InputError for what the model's family cannot do. Runs acoustic_encode once when `duration` is set
+        (default family).
         """
-        front = self.frontend.process(request.text)
+        if front is None:
+            front = self.read_text(request)
         if not front.chunks:
             detail = f" ({'; '.join(front.warnings)})" if front.warnings else ""
             raise TextError(
@@ -266,6 +282,10 @@ class Synthesizer:
         """One batched chunk step on this synthesizer's engines (jobs prepared elsewhere are moved here)."""
         if self._ar_step is not None:
             return self._ar_step(jobs)
+        if self.pipeline is not None:
+            return run_pipeline_step(
+                self.pipeline, self.engines, jobs, self.device, context_frames=self.vocoder_context_frames
+            )
         return run_chunk_step(self.engines, jobs, self.device, context_frames=self.vocoder_context_frames)
 
     def build_engines(self) -> None:
@@ -274,12 +294,39 @@ class Synthesizer:
         Through the engines' builder: the on-disk engine cache, warm-up of every shape bucket, and for
         backend "auto" the fastest verified backend of the device with a per-module fallback to eager. The AR
         family has one engine of its own (`backend` does not apply): a continuous-batching decoder, CUDA graphs
-        on GPU."""
+        on GPU.
+
+        Backend "graphs" (the GPU serving path): the whole encode → decode → vocoder chain as captured programs
+        per (batch, phonemes, frames) bucket of the `serve` shape profile (`rtvox.engines.pipeline`), every bucket
+        captured here; eager engines beside it serve what falls outside the profile and target-duration lookups.
+        Its frame-rate half runs in bf16 on CUDA (float16 if asked), in `dtype` on the CPU."""
         if isinstance(self.bundle, ARBundle):
             self._ar_step = ARChunkStep(self.bundle, self.device, self.vocoder_context_frames)
             return
+        if self.backend == PIPELINE_BACKEND:
+            engines = build_engine_set(self.bundle, "eager", self.device, torch.float32)
+            self.pipeline = None  # the old one's graphs and pool go before the new one captures
+            self.pipeline = self._build_pipeline()
+            self.engines = engines
+            return
         built = build_engine_set(self.bundle, self.backend, self.device, self.dtype)
         self.engines = built  # swapped whole, so a reader never sees a half-built set
+
+    def _build_pipeline(self) -> PipelineEngine:
+        assert isinstance(self.bundle, ModelBundle)
+        dtype = self.dtype
+        if self.device.type == "cuda" and dtype == torch.float32:
+            dtype = torch.bfloat16
+        profile = ShapeProfile.preset(os.environ.get("RTVOX_PIPELINE_PROFILE", "serve"))
+        # kernels inside the graphs: eager (default; capturing the whole grid takes seconds), or torch.compile'd
+        # ("dynamic": one compile for every bucket; "default": one per bucket, minutes)
+        kernels = os.environ.get("RTVOX_PIPELINE_COMPILE", "none")
+        compile_mode = None if kernels == "none" else kernels
+        pipeline = PipelineEngine(self.bundle, self.device, profile, dtype=dtype, compile_mode=compile_mode)
+        cfg = self.bundle.config.acoustic
+        if self.device.type == "cuda":  # capture every bucket now: none may be captured while serving
+            pipeline.warmup(random_inputs([min(16, profile.phonemes.max)], cfg.cond_dim, cfg.vocab_size, [0]))
+        return pipeline
 
     def synthesize_many(
         self, requests: Iterable[SynthesisRequest], *, max_batch: int = 64, progress: ProgressFn | None = None

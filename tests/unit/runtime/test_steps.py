@@ -173,3 +173,33 @@ def test_skipped_symbols_take_no_time_and_keep_their_slots(runtime_model, tmp_pa
     assert all(d == 0 for p, d in zip(chunk.phonemes, out.durations, strict=True) if p == "#1")
     assert all(d >= 1 for p, d in zip(chunk.phonemes, out.durations, strict=True) if p != "#1")
     assert out.audio.size == sum(out.durations) * HOP_LENGTH
+
+
+def test_graphs_backend_step_matches_the_eager_step(
+    runtime_model, rsynth: Synthesizer, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Backend "graphs" (the captured whole-chain pipeline; uncaptured on a CPU) serves a batch as the eager
+    step does: same durations, same audio up to the bucket padding's reach at each chunk's end. The ci profile
+    (2 rows, 64 phonemes) makes the step split the batch and send the longer chunks to the eager engines; a
+    spectral tilt reaches the audio as `tilt_mel` does on the eager path."""
+    import dataclasses
+
+    from .conftest import vary_durations
+
+    monkeypatch.setenv("RTVOX_PIPELINE_PROFILE", "ci")
+    graphs = vary_durations(Synthesizer(runtime_model, device="cpu", backend="graphs"))
+    graphs.build_engines()  # the pipeline holds its own copy of the weights: rebuild after the change
+    assert graphs.pipeline is not None and graphs.pipeline.profile.batch.max == 2
+    jobs = _jobs(rsynth)
+    jobs[0] = ChunkJob(dataclasses.replace(jobs[0].prepared, tilt=0.7), jobs[0].index)
+    lengths = [len(j.prepared.chunks[j.index].ids) for j in jobs]
+    assert min(lengths) <= 64 < max(lengths) and len(jobs) > 2
+    context = context_frames_for(rsynth.bundle.vocoder) * HOP_LENGTH
+    for got, want in zip(graphs.run_step(jobs), rsynth.run_step(jobs), strict=True):
+        assert got.durations == want.durations and got.index == want.index and got.is_last == want.is_last
+        assert got.audio.shape == want.audio.shape and got.audio.dtype == np.float32
+        keep = max(0, len(want.audio) - context)
+        assert_audio_close(got.audio[:keep], want.audio[:keep], rel=1e-4)
+    assert {key[0] for key in graphs.pipeline._slots} == {1, 2}  # served by the pipeline, split into rows of 2
+    untilted = graphs.run_step([ChunkJob(dataclasses.replace(jobs[0].prepared, tilt=0.0), jobs[0].index)])[0]
+    assert not np.array_equal(untilted.audio, graphs.run_step(jobs[:1])[0].audio)
