@@ -237,7 +237,9 @@ def serve(
     port: Annotated[int, typer.Option(envvar="RTVOX_PORT", help="TCP port")] = 8000,
     model: Annotated[str | None, typer.Option(envvar="RTVOX_MODEL", help="Model directory or shipped name")] = None,
     device: Annotated[str, typer.Option(envvar="RTVOX_DEVICE", help="auto, cpu or cuda")] = "auto",
-    backend: Annotated[str, typer.Option(envvar="RTVOX_BACKEND", help="Engine backend")] = "eager",
+    backend: Annotated[
+        str, typer.Option(envvar="RTVOX_BACKEND", help="Engine backend (graphs: the captured GPU pipeline)")
+    ] = "eager",
     api_key: Annotated[
         list[str] | None, typer.Option(help="Accepted Bearer key (repeatable; env RTVOX_API_KEYS, comma separated)")
     ] = None,
@@ -252,6 +254,13 @@ def serve(
     max_batch: Annotated[int, typer.Option(envvar="RTVOX_MAX_BATCH", help="Chunks per batched engine call")] = 16,
     max_wait_ms: Annotated[float, typer.Option(envvar="RTVOX_MAX_WAIT_MS", help="Batch wait")] = 10.0,
     deadline_s: Annotated[float, typer.Option(envvar="RTVOX_DEADLINE_S", help="Per-request budget, 0: none")] = 60.0,
+    first_chunk_wait_ms: Annotated[
+        float | None,
+        typer.Option(envvar="RTVOX_FIRST_CHUNK_WAIT_MS", help="Batch wait of first chunks (default: --max-wait-ms)"),
+    ] = None,
+    frontend_processes: Annotated[
+        int, typer.Option(envvar="RTVOX_FRONTEND_PROCESSES", help="Text frontend worker processes (0: a thread)")
+    ] = 0,
     log_level: Annotated[str, typer.Option(envvar="RTVOX_LOG_LEVEL")] = "info",
 ) -> None:
     """Run the HTTP service: OpenAI-compatible speech API, voice cloning, /v1/tts, metrics, web page at /."""
@@ -277,6 +286,8 @@ def serve(
                 max_batch=max_batch,
                 max_wait_ms=max_wait_ms,
                 deadline_s=deadline_s or None,
+                first_chunk_wait_ms=first_chunk_wait_ms,
+                frontend_processes=frontend_processes,
                 log_level=log_level.lower(),
             )
         except ValueError as exc:

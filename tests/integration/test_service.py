@@ -307,3 +307,57 @@ def test_without_fallback_every_request_ends_with_an_error_not_silence(tiny_mode
         await service.stop()
 
     run(main)
+
+
+def fail_once(fn: Callable[..., T]) -> Callable[..., T]:
+    """fn, except that its first call raises a (fake) CUDA out-of-memory error."""
+    calls = [0]
+
+    def wrapped(*args: Any, **kwargs: Any) -> T:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (injected)")
+        return fn(*args, **kwargs)
+
+    return wrapped
+
+
+def test_graphs_backend_and_frontend_processes_serve_like_the_synthesizer(
+    tiny_model: Path, reference: Synthesizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The GPU serving configuration on the CPU: the captured-pipeline backend (ci profile: batches split, long
+    chunks on the eager engines) and the frontend in two worker processes give every stream the reference's
+    chunks; when the pipeline raises mid-run the step is re-run on the fallback and nothing is lost."""
+    from rtvox.runtime.streaming import context_frames_for
+
+    monkeypatch.setenv("RTVOX_PIPELINE_PROFILE", "ci")
+    tail = context_frames_for(reference.bundle.vocoder) * 256
+
+    async def main() -> None:
+        synth = Synthesizer(tiny_model, device="cpu", backend="graphs")
+        config = ServiceConfig(max_wait_ms=5.0, frontend_processes=2, fallback_device="cpu")
+        service = TTSService(synth, config)
+        await service.start()
+        requests = [SynthesisRequest(text=t, voice=v) for t, v in zip(TEXTS, ["anna", "ben"] * 3, strict=True)]
+        compared = 0
+        for round_ in range(2):
+            if round_ == 1:  # the pipeline fails once: that step goes to the CPU fallback
+                assert synth.pipeline is not None
+                synth.pipeline.run = fail_once(synth.pipeline.run)  # type: ignore[method-assign]
+            results = await asyncio.gather(*(service.synthesize(r) for r in requests))
+            for request, result in zip(requests, results, strict=True):
+                want = reference.synthesize(request.text, voice=request.voice)
+                assert len(result.chunks) == len(want.chunks)
+                for got_chunk, want_chunk in zip(result.chunks, want.chunks, strict=True):
+                    assert got_chunk.durations == want_chunk.durations
+                    assert got_chunk.audio.shape == want_chunk.audio.shape
+                    keep = len(want_chunk.audio) - tail
+                    if keep > 0:
+                        close(got_chunk.audio[:keep], want_chunk.audio[:keep])
+                        compared += 1
+        stats = service.stats()
+        assert stats["requests"]["ok"] == 2 * len(TEXTS) and stats["fallback_steps"] >= 1
+        assert compared >= len(TEXTS)  # most chunks are longer than the padding's reach
+        await service.stop()
+
+    run(main)

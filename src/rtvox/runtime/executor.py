@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import multiprocessing
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor as Executor_
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -24,6 +26,7 @@ from rtvox.runtime.sched_types import EngineFailedError
 from rtvox.runtime.steps import ChunkJob, PreparedRequest
 from rtvox.runtime.synthesizer import Synthesizer
 from rtvox.runtime.types import AudioChunk, SynthesisRequest
+from rtvox.text.worker import init_worker, read_text
 
 logger = logging.getLogger(__name__)
 
@@ -74,13 +77,27 @@ def warm_up(synth: Synthesizer) -> None:
 class Executor:
     """Runs prepare and chunk steps on the primary engines, or on the fallback while the primary is unhealthy."""
 
-    def __init__(self, primary: Synthesizer, fallback: Synthesizer | None) -> None:
+    def __init__(self, primary: Synthesizer, fallback: Synthesizer | None, *, frontend_processes: int = 0) -> None:
         self.primary = EngineSet("primary", primary, ThreadPoolExecutor(1, thread_name_prefix="rtvox-primary"))
         self.fallback = (
             None
             if fallback is None
             else EngineSet("fallback", fallback, ThreadPoolExecutor(1, thread_name_prefix="rtvox-fallback"))
         )
+        # The frontend (text → phonemes and chunks) touches no engine: one thread of its own, shared by both sets,
+        # or worker processes (pure Python under one GIL caps a busy GPU server's request rate; the workers start
+        # by spawn and never import torch).
+        self._frontend_pool: Executor_ = (
+            ThreadPoolExecutor(1, thread_name_prefix="rtvox-frontend")
+            if frontend_processes <= 0
+            else ProcessPoolExecutor(
+                frontend_processes,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=init_worker,
+                initargs=(primary.frontend.lexicon,),
+            )
+        )
+        self.frontend_processes = max(0, frontend_processes)
         self._rebuild_task: asyncio.Task[None] | None = None
         self.fallback_steps = 0  # steps the fallback served because the primary failed or was unhealthy
 
@@ -93,6 +110,10 @@ class Executor:
         """Warm both engine sets (concurrently: each on its own thread)."""
         sets = [s for s in (self.primary, self.fallback) if s is not None]
         await asyncio.gather(*(self._warm(s) for s in sets))
+        if self.frontend_processes:  # start the workers (each warms its frontend up in its initializer)
+            loop = asyncio.get_running_loop()
+            texts = [WARMUP_TEXT] * (2 * self.frontend_processes)
+            await asyncio.gather(*(loop.run_in_executor(self._frontend_pool, read_text, t) for t in texts))
 
     async def _warm(self, engines: EngineSet) -> None:
         await self._call(engines, lambda: warm_up(engines.synth))
@@ -105,11 +126,18 @@ class Executor:
         for engines in (self.primary, self.fallback):
             if engines is not None:
                 engines.pool.shutdown(wait=False, cancel_futures=True)
+        self._frontend_pool.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ work
     async def prepare(self, request: SynthesisRequest) -> PreparedRequest:
-        """Frontend + condition on the serving engine set; InputError and TextError go to the caller as they are."""
-        return await self._serve(lambda synth: synth.prepare(request))
+        """The text frontend on its own thread (pure Python: it overlaps the engine thread's waits on the device),
+        then condition on the serving engine set; InputError and TextError go to the caller as they are."""
+        loop = asyncio.get_running_loop()
+        if self.frontend_processes:
+            front = await loop.run_in_executor(self._frontend_pool, read_text, request.text)
+        else:
+            front = await loop.run_in_executor(self._frontend_pool, self.primary.synth.read_text, request)
+        return await self._serve(lambda synth: synth.prepare(request, front))
 
     async def run(self, jobs: Sequence[ChunkJob]) -> list[AudioChunk]:
         """One batched chunk step; re-run on the fallback if the primary raises."""

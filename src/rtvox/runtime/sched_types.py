@@ -27,6 +27,9 @@ class SchedulerConfig:
     # budget still runs, alone.
     max_batch_phonemes: int | None = None
     max_wait_s: float = 0.010  # a partial batch is released once its oldest item has waited this long
+    # ... or, when it holds a first chunk (time to first audio), once that has waited this long (None: max_wait_s;
+    # 0: a first chunk goes as soon as the engine is free, and first chunks batch while a step runs)
+    first_chunk_max_wait_s: float | None = None
     bucket_edges: tuple[int, ...] = DEFAULT_BUCKET_EDGES  # inclusive upper phoneme counts of the length buckets
     max_queue: int = 256  # most live (waiting or running) requests; more are refused with QueueFullError
     default_deadline_s: float | None = None  # per-request time budget from arrival when a request sets none
@@ -39,6 +42,9 @@ class SchedulerConfig:
             raise ValueError(f"max_batch_size must be at least 1, got {self.max_batch_size}")
         if not math.isfinite(self.max_wait_s) or self.max_wait_s < 0:
             raise ValueError(f"max_wait_s must be a finite number ≥ 0, got {self.max_wait_s}")
+        first = self.first_chunk_max_wait_s
+        if first is not None and (not math.isfinite(first) or first < 0):
+            raise ValueError(f"first_chunk_max_wait_s must be a finite number ≥ 0 or None, got {first}")
         edges = self.bucket_edges
         if not edges or edges[0] < 1 or any(b <= a for a, b in itertools.pairwise(edges)):
             raise ValueError(f"bucket_edges must be positive and strictly increasing, got {edges}")

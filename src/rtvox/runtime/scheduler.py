@@ -189,10 +189,15 @@ class Scheduler:
 
     def _release_time(self, states: list[_RequestState]) -> float:
         """When this bucket may be released: now if a batch is full (items or phonemes), else when its oldest
-        item has waited max_wait_s."""
+        item has waited max_wait_s or its oldest first chunk first_chunk_max_wait_s."""
         if len(self._take(states)) < len(states) or len(states) >= self.config.max_batch_size:
             return -math.inf
-        return min(s.ready_at for s in states) + self.config.max_wait_s
+        release = min(s.ready_at for s in states) + self.config.max_wait_s
+        first_wait = self.config.first_chunk_max_wait_s
+        firsts = [s.ready_at for s in states if s.next_chunk == 0]
+        if first_wait is not None and firsts:
+            release = min(release, min(firsts) + first_wait)
+        return release
 
     def schedule(self, now: float | None = None) -> Batch | None:
         """Release the next batch if one is due (full or waited long enough), else None."""

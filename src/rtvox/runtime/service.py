@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import dataclasses
 import itertools
 import time
 from collections import deque
@@ -53,6 +54,9 @@ class ServiceConfig:
 
     max_batch: int = 16  # most chunks in one batched engine step
     max_wait_ms: float = 10.0  # a partial batch waits at most this long (from its oldest chunk) for company
+    # a batch holding a first chunk waits at most this long (None: max_wait_ms); 0 suits a GPU, whose steps are
+    # short: a lone request starts at once and first chunks still batch while a step runs
+    first_chunk_wait_ms: float | None = None
     max_queue: int = 256  # most requests admitted at once (preparing, queued or streaming); more → QueueFullError
     max_chars: int = MAX_INPUT_CHARS  # most characters of text per request (OpenAI's limit)
     max_phonemes: int = 16_384  # most phonemes per request after the frontend (~4096 Mandarin characters)
@@ -63,10 +67,20 @@ class ServiceConfig:
     # Most phonemes per batched step (None: no limit). Steps are not preemptible: on a CPU, a cap near one long
     # chunk (e.g. MAX_CHUNK_PHONEMES) keeps first chunks from waiting behind several long later chunks.
     max_batch_phonemes: int | None = None
+    # Text frontend in this many worker processes (0: one thread in this process). A GPU server at thousands of
+    # requests per second needs them: the frontend is pure Python and would share this process's GIL.
+    frontend_processes: int = 0
+    # inclusive upper phoneme counts of the scheduler's length buckets (None: its default); finer edges mean less
+    # padding in a batch (the captured pipeline pads every row to the longest) and fewer rows per batch
+    bucket_edges: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.frontend_processes < 0:
+            raise ValueError(f"frontend_processes must be >= 0, got {self.frontend_processes}")
         if self.max_batch < 1 or self.max_queue < 1 or self.max_chars < 1 or self.max_phonemes < 1:
             raise ValueError("max_batch, max_queue, max_chars and max_phonemes must be at least 1")
+        if self.first_chunk_wait_ms is not None and not self.first_chunk_wait_ms >= 0:
+            raise ValueError(f"first_chunk_wait_ms must be >= 0 or None, got {self.first_chunk_wait_ms}")
         if not self.max_wait_ms >= 0 or not self.max_realtime_audio_s > 0:
             raise ValueError("max_wait_ms must be >= 0 and max_realtime_audio_s > 0")
         if self.default_deadline_s is not None and not self.default_deadline_s > 0:
@@ -166,14 +180,16 @@ class TTSService:
         self.synthesizer = synthesizer
         self.config = config
         self._fallback = fallback
-        self._scheduler = Scheduler(
-            SchedulerConfig(
-                max_batch_size=config.max_batch,
-                max_wait_s=config.max_wait_ms / 1000.0,
-                max_queue=config.max_queue,
-                max_batch_phonemes=config.max_batch_phonemes,
-            )
+        sched_config = SchedulerConfig(
+            max_batch_size=config.max_batch,
+            max_wait_s=config.max_wait_ms / 1000.0,
+            first_chunk_max_wait_s=None if (first := config.first_chunk_wait_ms) is None else first / 1000.0,
+            max_queue=config.max_queue,
+            max_batch_phonemes=config.max_batch_phonemes,
         )
+        if config.bucket_edges is not None:
+            sched_config = dataclasses.replace(sched_config, bucket_edges=tuple(config.bucket_edges))
+        self._scheduler = Scheduler(sched_config)
         self._executor: Executor | None = None
         self._streams: dict[str, _Stream] = {}
         self._ids = itertools.count()
@@ -202,7 +218,7 @@ class TTSService:
             # One voice store and one cache: a voice cloned through the service is visible to both engine sets.
             self._fallback.voices = synth.voices
             self._fallback.embedding_cache = synth.embedding_cache
-        self._executor = Executor(synth, self._fallback)
+        self._executor = Executor(synth, self._fallback, frontend_processes=self.config.frontend_processes)
         await self._executor.start()
         self._wake = asyncio.Event()  # bound to the running loop
         self._loop_task = asyncio.get_running_loop().create_task(self._loop(), name="rtvox-service-loop")

@@ -34,6 +34,8 @@ class ServerConfig:
     max_batch: int = 16  # chunks per batched engine call
     max_wait_ms: float = 10.0  # how long a partial batch waits for company
     deadline_s: float | None = 60.0  # per-request time budget; None → no deadline
+    first_chunk_wait_ms: float | None = None  # batch wait of a request's first chunk; None → max_wait_ms
+    frontend_processes: int = 0  # text frontend worker processes; 0 → one thread in the server process
     voices_dir: str | None = None  # where clones are kept; None → $RTVOX_VOICES_DIR or the user data dir
     log_level: str = "info"
     model_aliases: tuple[str, ...] = field(
@@ -47,6 +49,11 @@ class ServerConfig:
             raise ValueError(f"max_upload_bytes must be at least 1024, got {self.max_upload_bytes}")
         if not 1 <= self.max_input_chars <= MAX_INPUT_CHARS:
             raise ValueError(f"max_input_chars must be 1-{MAX_INPUT_CHARS}, got {self.max_input_chars}")
+        first = self.first_chunk_wait_ms
+        if first is not None and (not math.isfinite(first) or first < 0):
+            raise ValueError(f"first_chunk_wait_ms must be a finite number ≥ 0, got {first}")
+        if self.frontend_processes < 0:
+            raise ValueError(f"frontend_processes must be ≥ 0, got {self.frontend_processes}")
         if self.max_queue < 1 or self.max_batch < 1:
             raise ValueError("max_queue and max_batch must be at least 1")
         if not math.isfinite(self.max_wait_ms) or self.max_wait_ms < 0:

@@ -28,6 +28,8 @@ def build_service(config: ServerConfig) -> SpeechService:
         # A CPU primary has nothing to fall back to; a GPU one falls back to the same weights on the CPU.
         fallback_device=None if synth.device.type == "cpu" else "cpu",
         redis_url=config.redis_url,
+        first_chunk_wait_ms=config.first_chunk_wait_ms,
+        frontend_processes=config.frontend_processes,
     )
     return TTSService(synth, service_config)
 

@@ -330,3 +330,19 @@ def test_phoneme_budget_keeps_batches_short_and_releases_them_at_once() -> None:
     assert keys(big.schedule(0.0)) == [("short", 0)]
     with pytest.raises(ValueError, match="max_batch_phonemes"):
         SchedulerConfig(max_batch_phonemes=0)
+
+
+def test_first_chunks_can_have_a_shorter_wait_than_later_chunks() -> None:
+    """first_chunk_max_wait_s=0: a request's first chunk goes at once (time to first audio); a later chunk still
+    waits max_wait_s for company."""
+    clock = FakeClock()
+    sched = make(clock, max_batch_size=8, max_wait_s=0.010, first_chunk_max_wait_s=0.0)
+    sched.add(req("a", 10, 10))
+    first = sched.schedule(0.0)
+    assert keys(first) == [("a", 0)]
+    assert first is not None
+    clock.now = 0.001
+    sched.complete(BatchResult(first.batch_id, audio_seconds=(1.0,)))
+    assert sched.schedule(0.001) is None  # the later chunk waits for company
+    assert sched.next_wakeup(0.001) == pytest.approx(0.011)
+    assert keys(sched.schedule(0.011)) == [("a", 1)]
