@@ -26,13 +26,25 @@ def main() -> None:
     parser.add_argument("--max-batch", type=int, default=16)
     parser.add_argument("--max-wait-ms", type=float, default=10.0)
     parser.add_argument("--max-batch-phonemes", type=int, default=None, help="phoneme budget per batched step")
+    parser.add_argument(
+        "--first-chunk-wait-ms", type=float, default=None, help="batch wait of first chunks (default: --max-wait-ms)"
+    )
+    parser.add_argument("--bucket-edges", default=None, help="scheduler length buckets, e.g. 16,32,48,64,96,128,200")
+    parser.add_argument("--max-queue", type=int, default=4096, help="live requests admitted at once")
+    parser.add_argument("--frontend-processes", type=int, default=0, help="text frontend worker processes")
+    parser.add_argument(
+        "--saturation-clients", type=int, default=0, help="closed-loop clients for the throughput-under-load phase"
+    )
     parser.add_argument("--natural-durations", action="store_true", help="do not set realistic target durations")
     args = parser.parse_args()
     config = ServiceConfig(
         max_batch=args.max_batch,
         max_wait_ms=args.max_wait_ms,
+        first_chunk_wait_ms=args.first_chunk_wait_ms,
         max_batch_phonemes=args.max_batch_phonemes,
-        max_queue=1024,
+        max_queue=args.max_queue,
+        frontend_processes=args.frontend_processes,
+        bucket_edges=None if args.bucket_edges is None else tuple(int(e) for e in args.bucket_edges.split(",")),
         default_deadline_s=None,
         fallback_device=None,
     )
@@ -46,6 +58,7 @@ def main() -> None:
         ttfa_p99_target_s=args.ttfa_p99_ms / 1000.0,
         baseline_requests=args.baseline_requests,
         realistic_durations=not args.natural_durations,
+        saturation_clients=args.saturation_clients,
         config=config,
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
     )

@@ -1,14 +1,14 @@
 """Serving load benchmark: N concurrent streaming listeners against a TTSService, plus a one-at-a-time baseline.
 
-For each concurrency level N, N listeners loop for `level_duration_s`: wait an exponential think time (so
-arrivals are Poisson), send a request whose text length follows a log-normal distribution of chat-reply lengths
-(mixed zh and en), read the stream, and wait until its audio has played out (so N is the number of concurrent
-real-time streams, not N clients hammering the server). Per stream we record TTFA (request sent → first chunk),
-the real-time factor (wall time / audio time) and whether playback started at the first chunk would ever stall.
-A level passes when no stream stalls and P99 TTFA <= the target; the result names the largest passing N. The
-baseline serves the same kind of requests one at a time straight through `Synthesizer.stream`, so throughput
-under load can be compared with serial serving on the same machine in the same run. `run_load_bench` returns a
-JSON-able result.
+For each concurrency level N, N listeners loop for `level_duration_s`: start at a uniform phase of their mean cycle
+(steady state), then send a request whose text length follows a log-normal distribution of chat-reply lengths (mixed
+zh and en), read the stream, wait until its audio has played out and an exponential think time (so arrivals are
+Poisson; N is the number of concurrent real-time streams, not N clients hammering the server). Per stream we record
+TTFA (request sent → first chunk), the real-time factor (wall time / audio time) and whether playback started at the
+first chunk would ever stall. A level passes when no stream stalls and P99 TTFA <= the target; the result names the
+largest passing N. The baseline serves the same kind of requests one at a time straight through
+`Synthesizer.stream`, so throughput under load can be compared with serial serving on the same machine in the same
+run. `run_load_bench` returns a JSON-able result.
 """
 
 from __future__ import annotations
@@ -118,7 +118,10 @@ class LoadBenchResult:
     baseline: dict[str, float]  # one at a time: ttfa_p50_ms, ttfa_p99_ms, rtf_p50, audio_s_per_s, requests
     levels: list[LevelResult]
     max_realtime_streams: int  # largest N that passed (0 if none)
-    throughput_vs_baseline: float  # best level's audio_s_per_s / the baseline's
+    throughput_vs_baseline: float  # best audio_s_per_s (levels and saturation) / the baseline's
+    # closed-loop clients that send their next request as soon as a stream ends (no playback, no think time):
+    # the service's throughput under saturating load (None: not run)
+    saturation: LevelResult | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -168,17 +171,23 @@ async def _run_level(
     think_time_s: float,
     realistic_durations: bool,
     rng: np.random.Generator,
+    listen: bool = True,
 ) -> tuple[list[StreamRecord], int, float]:
     records: list[StreamRecord] = []
     errors = 0
     end = time.perf_counter() + duration_s
     offsets = rng.integers(0, len(texts), size=concurrency)
     think = rng.exponential(think_time_s, size=(concurrency, 10_000))
+    # (at most half the level, so every client starts within a short level)
+    cycle = min(float(np.mean([t.seconds for t in texts])) + think_time_s, duration_s / 2)
+    phase = rng.uniform(0.0, cycle, size=concurrency)
 
     async def client(index: int) -> None:
         nonlocal errors
         n = 0
-        await asyncio.sleep(float(think[index, 0]))  # staggered Poisson start
+        # Listeners start in steady state: each at a uniform phase of its mean cycle (audio + think time), so a
+        # level does not open with all N requests at once; closed-loop clients start at once.
+        await asyncio.sleep(float(phase[index]) if listen else 0.0)
         while time.perf_counter() < end:
             item = texts[(int(offsets[index]) + n * 7919) % len(texts)]
             t0 = time.perf_counter()
@@ -193,9 +202,11 @@ async def _run_level(
                 wall = arrivals[-1] - t0
                 records.append(StreamRecord(arrivals[0] - t0, sum(seconds), wall, _stalled(arrivals, seconds)))
                 # A listener: the next request comes after this one has played out, then a think time.
-                await asyncio.sleep(max(0.0, arrivals[0] + sum(seconds) - time.perf_counter()))
+                if listen:
+                    await asyncio.sleep(max(0.0, arrivals[0] + sum(seconds) - time.perf_counter()))
             n += 1
-            await asyncio.sleep(float(think[index, n % think.shape[1]]))
+            if listen:
+                await asyncio.sleep(float(think[index, n % think.shape[1]]))
 
     start = time.perf_counter()
     await asyncio.gather(*(client(i) for i in range(concurrency)))
@@ -217,12 +228,15 @@ def run_load_bench(
     config: ServiceConfig | None = None,
     seed: int = 0,
     stop_after_failures: int = 2,
+    saturation_clients: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> LoadBenchResult:
     """Measure TTFA and real-time capacity at each concurrency level, and the one-at-a-time baseline.
 
     Levels run in increasing order and stop after `stop_after_failures` consecutive failing levels.
     `realistic_durations` gives every request a target duration from typical speaking rates (see module doc).
+    `saturation_clients` > 0 adds a closed-loop phase of that many clients that do not listen (each sends its next
+    request when a stream ends): throughput under load, against the one-at-a-time baseline.
     """
     synth = synthesizer if synthesizer is not None else Synthesizer(model, device=device, backend=backend)
     config = config or ServiceConfig(fallback_device=None, default_deadline_s=None, max_queue=1024)
@@ -236,45 +250,50 @@ def run_load_bench(
         baseline = pool.submit(run_baseline, synth, texts[:baseline_requests], realistic_durations).result()
     say(f"baseline: {baseline}")
 
-    async def levels_main() -> list[LevelResult]:
+    async def run_one(n: int, rng: np.random.Generator, listen: bool) -> LevelResult:
+        service = TTSService(synth, config)
+        await service.start()
+        records, errors, wall = await _run_level(
+            service, texts, n, level_duration_s, think_time_s, realistic_durations, rng, listen
+        )
+        hist = service.stats()["batch_size_histogram"]
+        await service.stop()
+        ttfa = [r.ttfa_s for r in records]
+        level = LevelResult(
+            concurrency=n,
+            streams=len(records),
+            errors=errors,
+            ttfa_p50_ms=_percentile_ms(ttfa, 50),
+            ttfa_p99_ms=_percentile_ms(ttfa, 99),
+            rtf_p50=float(np.median([r.rtf for r in records])) if records else float("nan"),
+            rtf_max=max((r.rtf for r in records), default=float("nan")),
+            stalled_streams=sum(r.stalled for r in records),
+            audio_s_per_s=sum(r.audio_s for r in records) / wall,
+            passed=bool(records)
+            and errors == 0
+            and not any(r.stalled for r in records)
+            and _percentile_ms(ttfa, 99) <= ttfa_p99_target_s * 1000.0,
+            batch_size_histogram=dict(hist),
+        )
+        say(f"{'N' if listen else 'saturation N'}={n}: {asdict(level)}")
+        return level
+
+    async def levels_main() -> tuple[list[LevelResult], LevelResult | None]:
         results: list[LevelResult] = []
         rng = np.random.default_rng(seed)
         failures = 0
         for n in levels:
-            service = TTSService(synth, config)
-            await service.start()
-            records, errors, wall = await _run_level(
-                service, texts, n, level_duration_s, think_time_s, realistic_durations, rng
-            )
-            hist = service.stats()["batch_size_histogram"]
-            await service.stop()
-            ttfa = [r.ttfa_s for r in records]
-            level = LevelResult(
-                concurrency=n,
-                streams=len(records),
-                errors=errors,
-                ttfa_p50_ms=_percentile_ms(ttfa, 50),
-                ttfa_p99_ms=_percentile_ms(ttfa, 99),
-                rtf_p50=float(np.median([r.rtf for r in records])) if records else float("nan"),
-                rtf_max=max((r.rtf for r in records), default=float("nan")),
-                stalled_streams=sum(r.stalled for r in records),
-                audio_s_per_s=sum(r.audio_s for r in records) / wall,
-                passed=bool(records)
-                and errors == 0
-                and not any(r.stalled for r in records)
-                and _percentile_ms(ttfa, 99) <= ttfa_p99_target_s * 1000.0,
-                batch_size_histogram=dict(hist),
-            )
-            say(f"N={n}: {asdict(level)}")
+            level = await run_one(n, rng, listen=True)
             results.append(level)
             failures = 0 if level.passed else failures + 1
             if failures >= stop_after_failures:
                 break
-        return results
+        saturation = await run_one(saturation_clients, rng, listen=False) if saturation_clients > 0 else None
+        return results, saturation
 
-    results = asyncio.run(levels_main())
+    results, saturation = asyncio.run(levels_main())
     passing = [lv.concurrency for lv in results if lv.passed]
-    best = max((lv.audio_s_per_s for lv in results), default=0.0)
+    best = max((lv.audio_s_per_s for lv in [*results, *([saturation] if saturation else [])]), default=0.0)
     return LoadBenchResult(
         machine={
             "platform": platform.platform(),
@@ -296,11 +315,17 @@ def run_load_bench(
             "realistic_durations": realistic_durations,
             "max_batch": config.max_batch,
             "max_wait_ms": config.max_wait_ms,
+            "first_chunk_wait_ms": config.first_chunk_wait_ms,
             "max_batch_phonemes": config.max_batch_phonemes,
+            "max_queue": config.max_queue,
+            "frontend_processes": config.frontend_processes,
+            "bucket_edges": None if config.bucket_edges is None else list(config.bucket_edges),
+            "saturation_clients": saturation_clients,
             "seed": seed,
         },
         baseline=baseline,
         levels=results,
         max_realtime_streams=max(passing, default=0),
         throughput_vs_baseline=best / baseline["audio_s_per_s"] if baseline["audio_s_per_s"] > 0 else 0.0,
+        saturation=saturation,
     )

@@ -32,3 +32,29 @@ def test_tiny_run_gives_a_json_able_result(rsynth: Synthesizer) -> None:
         assert sum(level["batch_size_histogram"].values()) >= level["streams"]
     assert data["baseline"]["requests"] == 2 and data["baseline"]["audio_s_per_s"] > 0
     assert data["max_realtime_streams"] in (0, 1, 2) and data["machine"]["device"] == "cpu"
+
+
+def test_saturation_phase_and_frontend_processes(rsynth: Synthesizer) -> None:
+    """The closed-loop phase runs after the levels and enters the throughput ratio; the frontend in a worker
+    process gives the same streams (no errors)."""
+    from rtvox.runtime.service import ServiceConfig
+
+    config = ServiceConfig(
+        fallback_device=None, default_deadline_s=None, frontend_processes=1, bucket_edges=(16, 48, 200)
+    )
+    result = run_load_bench(
+        synthesizer=rsynth,
+        levels=(1,),
+        level_duration_s=0.5,
+        think_time_s=0.05,
+        baseline_requests=2,
+        saturation_clients=3,
+        config=config,
+    )
+    data = json.loads(json.dumps(result.to_dict()))
+    sat = data["saturation"]
+    assert sat["concurrency"] == 3 and sat["errors"] == 0 and sat["streams"] >= 3
+    assert data["settings"]["frontend_processes"] == 1 and data["settings"]["saturation_clients"] == 3
+    assert data["settings"]["bucket_edges"] == [16, 48, 200]
+    best = max(sat["audio_s_per_s"], data["levels"][0]["audio_s_per_s"])
+    assert abs(data["throughput_vs_baseline"] - best / data["baseline"]["audio_s_per_s"]) < 1e-9
