@@ -35,6 +35,7 @@ from rtvox.engines.modules import cast_module, store_weights_fp16
 from rtvox.engines.quality import PipelineInputs
 from rtvox.engines.shapes import AxisRange, ShapeProfile
 from rtvox.models.bundle import ModelBundle
+from rtvox.models.prosody import tilt_ramp
 
 Program = Callable[[], Any]
 
@@ -132,8 +133,7 @@ class PipelineEngine:
         frame_mask = torch.arange(n_frames, device=hidden.device)[None, :] < lengths
         mel = self.decoder.decode_masked(hidden, durations, frame_mask)  # type: ignore[operator]
         # the emotion prior's spectral tilt (rtvox.models.prosody.tilt_mel), per row, on spoken frames only
-        n_mels = mel.shape[1]
-        ramp = (torch.arange(n_mels, device=mel.device, dtype=torch.float32) - (n_mels - 1) / 2) / n_mels
+        ramp = tilt_ramp(mel.shape[1], mel.device)
         mel = mel + (tilt[:, None, None] * ramp[None, :, None] * frame_mask[:, None, :]).to(mel.dtype)
         wav: Tensor = self.vocoder(mel)
         return wav.float()

@@ -139,7 +139,7 @@ class ShapeProfile:
                 _axis(2, 512, (256, 1024, 4096)),
                 _axis(2, 512, (1024, 4096)),
             )
-        if name == "serve":  # the service's captured pipeline: dense batch buckets, a first chunk's 32 phonemes
+        if name == "serve":  # the service's captured pipeline: dense batch buckets, fine frame buckets
             return cls(
                 name,
                 _axis(1, 1, (1, 2, 4, 8, 16, 32, 64)),

@@ -116,11 +116,14 @@ class EmotionProsody:
         return out
 
 
+def tilt_ramp(n_mels: int, device: torch.device, dtype: torch.dtype = torch.float32) -> Tensor:
+    """band/n_mels − centre [n_mels], mean 0: the spectral tilt's direction (see `tilt_mel`)."""
+    return (torch.arange(n_mels, device=device, dtype=dtype) - (n_mels - 1) / 2) / n_mels
+
+
 def tilt_mel(mel: Tensor, tilt: float) -> Tensor:
     """mel [n_mels, T] (log) + tilt·(band/n_mels − centre): the least-squares slope of every frame's log spectrum
     against band/n_mels (the emotion judge's tilt) rises by exactly `tilt`; the mean over bands is unchanged."""
     if tilt == 0.0:
         return mel
-    n = mel.shape[0]
-    ramp = (torch.arange(n, device=mel.device, dtype=mel.dtype) - (n - 1) / 2) / n  # [n_mels], mean 0
-    return mel + tilt * ramp[:, None]
+    return mel + tilt * tilt_ramp(mel.shape[0], mel.device, mel.dtype)[:, None]

@@ -83,6 +83,12 @@ class ChunkJob:
 EncodeRow = tuple[Sequence[int], torch.Tensor, SynthesisRequest, int, ProsodyRow]
 
 
+def encode_row(job: ChunkJob) -> EncodeRow:
+    """The acoustic_encode row of one job's chunk."""
+    chunk = job.prepared.chunks[job.index]
+    return chunk.ids, job.prepared.cond, job.prepared.request, chunk.target_frames, job.prepared.prosody
+
+
 def encode_inputs(rows: Sequence[EncodeRow], device: torch.device) -> tuple[torch.Tensor, ...]:
     """(ids, cond[1, C], request, target frames, prosody row) per row -> the 8 inputs of acoustic_encode, padded
     to the longest.
@@ -146,11 +152,7 @@ def run_chunk_step(
     """
     if not jobs:
         return []
-    rows = []
-    for job in jobs:
-        chunk = job.prepared.chunks[job.index]
-        rows.append((chunk.ids, job.prepared.cond, job.prepared.request, chunk.target_frames, job.prepared.prosody))
-    hidden, durations = engines["acoustic_encode"](*encode_inputs(rows, device))[:2]
+    hidden, durations = engines["acoustic_encode"](*encode_inputs([encode_row(job) for job in jobs], device))[:2]
     (mel,) = engines["acoustic_decode"](hidden, durations)  # [B, 80, T_max], silence past each row's end
     lengths = durations.sum(1).tolist()
     mels = [
@@ -183,16 +185,7 @@ def run_pipeline_step(
     size = pipeline.profile.batch.max
     for start in range(0, len(jobs), size):
         group = jobs[start : start + size]
-        rows = [
-            (
-                job.prepared.chunks[job.index].ids,
-                job.prepared.cond,
-                job.prepared.request,
-                job.prepared.chunks[job.index].target_frames,
-                job.prepared.prosody,
-            )
-            for job in group
-        ]
+        rows = [encode_row(job) for job in group]
         tilt = torch.tensor([job.prepared.tilt for job in group], dtype=torch.float32)
         try:
             wav, lengths, durations = pipeline.run(PipelineInputs(*encode_inputs(rows, torch.device("cpu"))), tilt)
