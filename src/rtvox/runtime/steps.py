@@ -8,6 +8,7 @@ batched row's audio equals that chunk run alone. Owns no queues; the scheduler d
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -192,13 +193,20 @@ def run_pipeline_step(
         except ProfileExceededError:
             out.extend(run_chunk_step(engines, group, device, context_frames=context_frames))
             continue
-        samples = wav.cpu().numpy()
-        frames = lengths.tolist()
+        samples = rows_to_host(wav, [f * HOP_LENGTH for f in lengths.tolist()])
         per_id = durations.cpu()
         for row, job in enumerate(group):
             n_ids = len(job.prepared.chunks[job.index].ids)
-            out.append(audio_chunk(job, samples[row, : frames[row] * HOP_LENGTH], per_id[row, :n_ids].tolist()))
+            out.append(audio_chunk(job, samples[row], per_id[row, :n_ids].tolist()))
     return out
+
+
+def rows_to_host(wav: torch.Tensor, lengths: Sequence[int]) -> list[np.ndarray]:
+    """Row r's first lengths[r] samples of wav [B, S] as a host array each. Only those samples leave the device,
+    packed into one copy: a batch's rows are padded to its longest (bucket) row, often 2-3x the audio."""
+    flat = torch.cat([wav[row, :n] for row, n in enumerate(lengths)]).cpu().numpy()
+    bounds = np.cumsum([0, *lengths])
+    return [flat[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def audio_chunk(job: ChunkJob, wav: np.ndarray, frames_per_id: Sequence[int]) -> AudioChunk:

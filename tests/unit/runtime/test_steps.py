@@ -203,3 +203,12 @@ def test_graphs_backend_step_matches_the_eager_step(
     assert {key[0] for key in graphs.pipeline._slots} == {1, 2}  # served by the pipeline, split into rows of 2
     untilted = graphs.run_step([ChunkJob(dataclasses.replace(jobs[0].prepared, tilt=0.0), jobs[0].index)])[0]
     assert not np.array_equal(untilted.audio, graphs.run_step(jobs[:1])[0].audio)
+
+
+def test_rows_to_host_keeps_each_rows_own_samples() -> None:
+    from rtvox.runtime.steps import rows_to_host
+
+    wav = torch.arange(24, dtype=torch.float32).reshape(3, 8)
+    got = rows_to_host(wav, [8, 0, 3])
+    assert [g.tolist() for g in got] == [list(range(8)), [], [16.0, 17.0, 18.0]]
+    assert all(g.dtype == np.float32 for g in got)
