@@ -26,13 +26,12 @@ from rtvox.runtime.sched_types import EngineFailedError
 from rtvox.runtime.steps import ChunkJob, PreparedRequest
 from rtvox.runtime.synthesizer import Synthesizer
 from rtvox.runtime.types import AudioChunk, SynthesisRequest
-from rtvox.text.worker import init_worker, read_text
+from rtvox.text.worker import WARMUP_TEXT, init_worker, read_text
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-WARMUP_TEXT = "Hello, 你好。"
 # Rebuild retries after a failed rebuild: first wait, doubling up to the cap (a broken GPU should not spin).
 REBUILD_BACKOFF_S = 1.0
 REBUILD_BACKOFF_MAX_S = 30.0
@@ -98,6 +97,8 @@ class Executor:
             )
         )
         self.frontend_processes = max(0, frontend_processes)
+        # text -> FrontendResult, run on _frontend_pool: a module-level function a worker process can unpickle
+        self._read_text = read_text if self.frontend_processes else primary.frontend.process
         self._rebuild_task: asyncio.Task[None] | None = None
         self.fallback_steps = 0  # steps the fallback served because the primary failed or was unhealthy
 
@@ -132,11 +133,7 @@ class Executor:
     async def prepare(self, request: SynthesisRequest) -> PreparedRequest:
         """The text frontend on its own thread (pure Python: it overlaps the engine thread's waits on the device),
         then condition on the serving engine set; InputError and TextError go to the caller as they are."""
-        loop = asyncio.get_running_loop()
-        if self.frontend_processes:
-            front = await loop.run_in_executor(self._frontend_pool, read_text, request.text)
-        else:
-            front = await loop.run_in_executor(self._frontend_pool, self.primary.synth.read_text, request)
+        front = await asyncio.get_running_loop().run_in_executor(self._frontend_pool, self._read_text, request.text)
         return await self._serve(lambda synth: synth.prepare(request, front))
 
     async def run(self, jobs: Sequence[ChunkJob]) -> list[AudioChunk]:

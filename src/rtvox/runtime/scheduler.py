@@ -194,9 +194,9 @@ class Scheduler:
             return -math.inf
         release = min(s.ready_at for s in states) + self.config.max_wait_s
         first_wait = self.config.first_chunk_max_wait_s
-        firsts = [s.ready_at for s in states if s.next_chunk == 0]
-        if first_wait is not None and firsts:
-            release = min(release, min(firsts) + first_wait)
+        if first_wait is not None:
+            firsts = [s.ready_at + first_wait for s in states if s.next_chunk == 0]
+            release = min([release, *firsts])
         return release
 
     def schedule(self, now: float | None = None) -> Batch | None:

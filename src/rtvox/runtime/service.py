@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
-import dataclasses
 import itertools
 import time
 from collections import deque
@@ -30,6 +29,7 @@ from rtvox.errors import InputError, TextError
 from rtvox.runtime.cache import EmbeddingCache
 from rtvox.runtime.executor import Executor
 from rtvox.runtime.sched_types import (
+    DEFAULT_BUCKET_EDGES,
     BatchResult,
     ChunkWork,
     DeadlineExceededError,
@@ -180,16 +180,16 @@ class TTSService:
         self.synthesizer = synthesizer
         self.config = config
         self._fallback = fallback
-        sched_config = SchedulerConfig(
-            max_batch_size=config.max_batch,
-            max_wait_s=config.max_wait_ms / 1000.0,
-            first_chunk_max_wait_s=None if (first := config.first_chunk_wait_ms) is None else first / 1000.0,
-            max_queue=config.max_queue,
-            max_batch_phonemes=config.max_batch_phonemes,
+        self._scheduler = Scheduler(
+            SchedulerConfig(
+                max_batch_size=config.max_batch,
+                max_wait_s=config.max_wait_ms / 1000.0,
+                first_chunk_max_wait_s=None if (first := config.first_chunk_wait_ms) is None else first / 1000.0,
+                bucket_edges=DEFAULT_BUCKET_EDGES if config.bucket_edges is None else tuple(config.bucket_edges),
+                max_queue=config.max_queue,
+                max_batch_phonemes=config.max_batch_phonemes,
+            )
         )
-        if config.bucket_edges is not None:
-            sched_config = dataclasses.replace(sched_config, bucket_edges=tuple(config.bucket_edges))
-        self._scheduler = Scheduler(sched_config)
         self._executor: Executor | None = None
         self._streams: dict[str, _Stream] = {}
         self._ids = itertools.count()

@@ -234,19 +234,16 @@ class Synthesizer:
         return (self.run_step([ChunkJob(prepared, i)])[0] for i in range(len(prepared.chunks)))
 
     # ------------------------------------------------------------------ public steps (shared with the service)
-    def read_text(self, request: SynthesisRequest) -> FrontendResult:
-        """The text frontend alone (no tensors, no engines): the service runs it off the engine thread."""
-        return self.frontend.process(request.text)  # thread-safe (its jieba and espeak-ng calls are locked)
-
     def prepare(self, request: SynthesisRequest, front: FrontendResult | None = None) -> PreparedRequest:
         """Frontend + condition (+ the split of a target duration over chunks): everything before the chunk steps.
 
-        `front`: `read_text(request)` already run elsewhere. Raises TextError when the text has nothing to speak,
+        `front`: the frontend's result for request.text, already made elsewhere (the service runs the frontend off
+        the engine thread; it is thread-safe). Raises TextError when the text has nothing to speak,
         InputError for what the model's family cannot do. Runs acoustic_encode once when `duration` is set
         (default family).
         """
         if front is None:
-            front = self.read_text(request)
+            front = self.frontend.process(request.text)
         if not front.chunks:
             detail = f" ({'; '.join(front.warnings)})" if front.warnings else ""
             raise TextError(
