@@ -95,7 +95,7 @@ def main() -> None:
         assert graphs.pipeline is not None
         entry["buckets"] = {
             "encode": len(graphs.pipeline._slots),
-            "decode": sum(len(s.decoders) for s in graphs.pipeline._slots.values()),
+            "decode": sum(len(s.decoders) for s in graphs.pipeline._decode_slots.values()),
         }
         rows = []
         for job, g, w in zip(jobs, graphs.run_step(jobs), want, strict=True):

@@ -5,10 +5,15 @@ of their outputs and a host read of the frame count between encode and decode; o
 half of the compiled pipeline's 3.4 ms for a 10-s utterance (benchmarks/probes/gpu_pipeline_probe.py). Here:
 
     inputs ─pad into static buffers─► [encode program]  (batch, phoneme) bucket
-           ─one host read: the longest row's frame count─► frame bucket
-           ─► [decode + vocoder program]  (batch, phoneme, frame) bucket: the frame mask is computed on the
-              device from the encode program's own output tensors, which the decode program reads in place
-           ─► wav cut to the longest row, zero past each row's length
+           ─one host read: every row's frame count─► rows grouped by length (`plan_decode_groups`)
+           ─► per group: its rows' encoder outputs gathered into the static inputs of a
+              [decode + vocoder program]  (batch, phoneme, frame) bucket, the frame mask computed on the device
+           ─► each row's own samples, copied out of the programs' outputs (one device copy per group)
+
+Grouping is what makes big mixed batches pay: a serving step's rows range from a few hundred to ~1 500 frames,
+and one program over the whole batch pads every row to the longest row's bucket (3x the audio in the load
+bench's later chunks); sorted rows split where a smaller frame bucket saves more padded work than a program
+launch costs.
 
 The encoder runs in fp32 (its hidden states set the rounding of durations: in bf16 they moved frames and cost log-
 mel L1 0.23 against eager fp32 on rtvox-small) on weights kept in fp16 and upcast where used (exact: the shipped
@@ -21,6 +26,7 @@ grid up front).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -62,14 +68,54 @@ class _Captured:
 
 
 class _EncodeSlot:
-    """Static inputs and the captured encode program of one (batch, phoneme) bucket, plus the decode
-    programs that read its outputs, one per frame bucket, and their static spectral-tilt input [batch]."""
+    """Static inputs and the captured encode program of one (batch, phoneme) bucket."""
 
-    def __init__(self, inputs: list[Tensor], program: _Captured, tilt: Tensor) -> None:
+    def __init__(self, inputs: list[Tensor], program: _Captured) -> None:
         self.inputs = inputs
         self.program = program
+
+
+class _DecodeSlot:
+    """Static inputs of the decode programs of one (batch, phoneme) bucket — encoder hidden states [batch,
+    phonemes, D], durations [batch, phonemes], spectral tilt [batch] — and those programs, one per frame bucket."""
+
+    def __init__(self, hidden: Tensor, durations: Tensor, tilt: Tensor) -> None:
+        self.hidden = hidden
+        self.durations = durations
         self.tilt = tilt
         self.decoders: dict[int, _Captured] = {}
+
+
+# What one decode program launch costs beyond its rows' work, in padded row-frames: on an H200 a small decode +
+# vocoder program takes ~1 ms, the time of ~2 000 row-frames at the saturated rate (benchmarks/probes).
+GROUP_LAUNCH_ROW_FRAMES = 2048
+
+
+def plan_decode_groups(
+    lengths: list[int], batch: AxisRange, frames: AxisRange, launch_cost: int = GROUP_LAUNCH_ROW_FRAMES
+) -> list[list[int]]:
+    """Rows (indices into `lengths`, frame counts within `frames.max`) grouped for the decode programs: sorted by
+    length, first one group per frame bucket, then neighbouring groups merged while that lowers the modelled
+    cost, Σ over groups of (batch bucket × frame bucket + launch_cost) — the padded rows and frames a group's
+    program computes, plus its launch. Groups come out shortest first; rows within a group keep length order."""
+    order = sorted(range(len(lengths)), key=lambda r: lengths[r])
+    groups: list[list[int]] = []
+    for row in order:
+        if groups and frames.bucket(lengths[groups[-1][-1]]) == frames.bucket(lengths[row]):
+            groups[-1].append(row)
+        else:
+            groups.append([row])
+
+    def cost(group: list[int]) -> int:
+        return batch.bucket(len(group)) * frames.bucket(lengths[group[-1]]) + launch_cost
+
+    while len(groups) > 1:
+        gains = [cost(a) + cost(b) - cost(a + b) for a, b in itertools.pairwise(groups)]
+        best = max(range(len(gains)), key=gains.__getitem__)
+        if gains[best] <= 0:
+            break
+        groups[best : best + 2] = [groups[best] + groups[best + 1]]
+    return groups
 
 
 class ProfileExceededError(ValueError):
@@ -92,8 +138,10 @@ class PipelineEngine:
         dtype: torch.dtype = torch.bfloat16,
         compile_mode: str | None = "default",
         encode_weights_fp16: bool = True,
+        group_launch_cost: int = GROUP_LAUNCH_ROW_FRAMES,
     ) -> None:
         self.device = torch.device(device)
+        self.group_launch_cost = group_launch_cost  # plan_decode_groups' price of one more decode program
         self.profile = profile
         self.dtype = dtype
         self.compile_mode = compile_mode
@@ -104,6 +152,7 @@ class PipelineEngine:
         self.decoder: nn.Module = _without(cast_module(bundle.acoustic, self.device, dtype), _ENCODER_PARTS)
         self.vocoder: nn.Module = cast_module(bundle.vocoder, self.device, dtype)
         self._slots: dict[tuple[int, int], _EncodeSlot] = {}
+        self._decode_slots: dict[tuple[int, int], _DecodeSlot] = {}
         self._pool = torch.cuda.graph_pool_handle() if self.device.type == "cuda" else None
         encode: Callable[..., tuple[Tensor, Tensor]] = self._encode
         decode: Callable[..., Tensor] = self._decode_vocode
@@ -147,16 +196,30 @@ class PipelineEngine:
             static = [t.clone() for t in static]  # buffers of their own, whatever `example` shares
             with torch.inference_mode():
                 program = _Captured(lambda: self._encode_fn(*static), self.device, self._pool)
-            tilt = torch.zeros(batch, device=self.device)
-            slot = self._slots[key] = _EncodeSlot(static, program, tilt)
+            slot = self._slots[key] = _EncodeSlot(static, program)
         return slot
 
-    def _decoder(self, slot: _EncodeSlot, n_frames: int) -> _Captured:
+    def _decode_slot(self, batch: int, phonemes: int, hidden: Tensor, durations: Tensor) -> _DecodeSlot:
+        """The (batch, phonemes) decode inputs; a new slot's buffers start as copies of `hidden`/`durations`'
+        first rows (any valid encoder output: a capture runs the program on them)."""
+        key = (batch, phonemes)
+        slot = self._decode_slots.get(key)
+        if slot is None:
+            pick = torch.zeros(batch, dtype=torch.long, device=hidden.device)  # row 0 repeated: a valid row
+            slot = _DecodeSlot(
+                hidden.index_select(0, pick).clone(),
+                durations.index_select(0, pick).clone(),
+                torch.zeros(batch, device=self.device),
+            )
+            self._decode_slots[key] = slot
+        return slot
+
+    def _decoder(self, slot: _DecodeSlot, n_frames: int) -> _Captured:
         program = slot.decoders.get(n_frames)
         if program is None:
-            # Reads the encode program's outputs where they are (fixed addresses once captured on a GPU).
+            # Reads the slot's static inputs where they are (fixed addresses once captured on a GPU).
             def run() -> Tensor:
-                return self._decode_fn(slot.program.out[0], slot.program.out[1], slot.tilt, n_frames)
+                return self._decode_fn(slot.hidden, slot.durations, slot.tilt, n_frames)
 
             with torch.inference_mode():
                 program = _Captured(run, self.device, self._pool)
@@ -168,9 +231,12 @@ class PipelineEngine:
         tensors = example.tensors("cpu")
         for batch in self.profile.batch.buckets:
             for phonemes in self.profile.phonemes.buckets:
-                slot = self._slot(batch, phonemes, tensors)
-                for frames in self.profile.frames.buckets:
-                    self._decoder(slot, frames)
+                encode = self._slot(batch, phonemes, tensors)
+                with torch.inference_mode():
+                    hidden, durations = encode.program.run()
+                    slot = self._decode_slot(batch, phonemes, hidden, durations)
+                    for frames in self.profile.frames.buckets:
+                        self._decoder(slot, frames)
 
     # ------------------------------------------------------------------ call
     def __call__(self, inputs: PipelineInputs) -> tuple[Tensor, Tensor]:
@@ -178,10 +244,20 @@ class PipelineEngine:
         return wav, lengths
 
     def run(self, inputs: PipelineInputs, tilt: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
-        """(wav [B, S] fp32 zero past each row's length, frame lengths Long[B], durations Long[B, N]) of a batch;
-        `tilt` [B]: the emotion prior's spectral tilt per row (None: 0). ProfileExceededError when the batch has
-        more rows or phonemes than the profile's largest bucket (before any work) or its longest row more frames
-        (after the encode program)."""
+        """(wav [B, S] fp32 zero past each row's length, frame lengths Long[B], durations Long[B, N]) of a batch:
+        `run_rows` laid out as one padded tensor."""
+        rows, lengths, durations = self.run_rows(inputs, tilt)
+        longest = max(lengths)
+        wav = torch.zeros(len(rows), longest * HOP_LENGTH, device=self.device)
+        for row, samples in enumerate(rows):
+            wav[row, : samples.shape[0]] = samples
+        return wav, torch.tensor(lengths), durations
+
+    def run_rows(self, inputs: PipelineInputs, tilt: Tensor | None = None) -> tuple[list[Tensor], list[int], Tensor]:
+        """(each row's own samples [frames·hop] fp32 on the device, frame lengths, durations Long[B, N] on the
+        device) of a batch; `tilt` [B]: the emotion prior's
+        spectral tilt per row (None: 0). ProfileExceededError when the batch has more rows or phonemes than the
+        profile's largest bucket (before any work) or a row more frames (after the encode program)."""
         tensors = inputs.tensors("cpu")  # padded on the host: one copy per input into its static buffer
         rows, length = tensors[0].shape
         batch = self._bucket(self.profile.batch, rows, "batch rows")
@@ -190,16 +266,27 @@ class PipelineEngine:
         with torch.inference_mode():
             for i, (dst, src) in enumerate(zip(slot.inputs, tensors, strict=True)):
                 dst.copy_(_pad(src, batch, phonemes if i < 2 else None), non_blocking=True)
-            slot.tilt.zero_()
-            if tilt is not None:
-                slot.tilt[:rows].copy_(tilt, non_blocking=True)
-            _, durations = slot.program.run()
-            lengths = durations[:rows].sum(1)
-            longest = int(lengths.max())  # the one host read
-            program = self._decoder(slot, self._bucket(self.profile.frames, longest, "frames"))
-            wav = program.run()[:rows, : longest * HOP_LENGTH]
-            keep = torch.arange(wav.shape[1], device=wav.device)[None, :] < (lengths * HOP_LENGTH)[:, None]
-            return wav * keep, lengths.clone(), durations[:rows, :length].clone()
+            # Every program's intermediates share one graph pool, so memory a later-captured program reads or
+            # returns may be scratch of one captured before it: outputs leave the pool before another program runs.
+            hidden, durations = (t.clone() for t in slot.program.run())
+            lengths = [int(n) for n in durations[:rows].sum(1).tolist()]  # the one host read
+            self._bucket(self.profile.frames, max(lengths), "frames")
+            tilts = torch.zeros(rows) if tilt is None else tilt.float().cpu()
+            out: list[Tensor | None] = [None] * rows
+            for group in plan_decode_groups(lengths, self.profile.batch, self.profile.frames, self.group_launch_cost):
+                size = self.profile.batch.bucket(len(group))
+                pick = group + [group[0]] * (size - len(group))  # padding rows repeat a valid one
+                dec = self._decode_slot(size, phonemes, hidden, durations)
+                index = torch.tensor(pick).to(self.device, non_blocking=True)
+                torch.index_select(hidden, 0, index, out=dec.hidden)
+                torch.index_select(durations, 0, index, out=dec.durations)
+                dec.tilt.copy_(tilts[pick], non_blocking=True)
+                wav = self._decoder(dec, self.profile.frames.bucket(lengths[group[-1]])).run()
+                sizes = [lengths[row] * HOP_LENGTH for row in group]
+                packed = torch.cat([wav[j, :n] for j, n in enumerate(sizes)])  # out of the pool, audio only
+                for row, samples in zip(group, packed.split(sizes), strict=True):
+                    out[row] = samples
+            return [w for w in out if w is not None], lengths, durations[:rows, :length]
 
     @staticmethod
     def _bucket(axis: AxisRange, n: int, name: str) -> int:

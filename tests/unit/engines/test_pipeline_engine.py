@@ -10,9 +10,9 @@ import torch
 
 from rtvox.constants import HOP_LENGTH
 from rtvox.engines.build import build_engines
-from rtvox.engines.pipeline import PipelineEngine
+from rtvox.engines.pipeline import PipelineEngine, plan_decode_groups
 from rtvox.engines.quality import random_inputs, run_pipeline
-from rtvox.engines.shapes import ShapeProfile
+from rtvox.engines.shapes import AxisRange, ShapeProfile
 from rtvox.models.bundle import ModelBundle
 from rtvox.runtime.streaming import context_frames_for
 
@@ -84,3 +84,61 @@ def test_encoder_weights_kept_in_fp16_compute_like_fp32(bundle: ModelBundle) -> 
         layer.weight.copy_(layer.weight.half().float())
     assert store_weights_fp16(layer) == 128 * 128 * 2 and layer.weight.dtype == torch.float32
     assert layer.parametrizations.weight.original.dtype == torch.float16
+
+
+BATCH = AxisRange(1, 1, 8, (1, 2, 4, 8))
+FRAMES = AxisRange(1, 1, 1024, (128, 256, 512, 1024))
+
+
+@pytest.mark.parametrize(
+    ("lengths", "launch_cost", "want"),
+    [
+        ([100, 120, 90], 0, [[2, 0, 1]]),  # one frame bucket: one group, shortest first
+        ([1000, 100, 110, 900], 0, [[1, 2], [3, 0]]),  # two buckets far apart: split
+        ([1000, 100, 110, 900], 10**6, [[1, 2, 3, 0]]),  # launches dear: one group
+        # 300 joining the 100s pads them to 512 (a batch of 4 x 512); joining 1000 costs one 1024-frame row more
+        ([100, 300, 120, 1000], 200, [[0, 2], [1], [3]]),
+        ([100, 300, 120, 1000], 900, [[0, 2], [1, 3]]),
+    ],
+)
+def test_decode_groups_split_where_padding_costs_more_than_a_launch(
+    lengths: list[int], launch_cost: int, want: list[list[int]]
+) -> None:
+    assert plan_decode_groups(lengths, BATCH, FRAMES, launch_cost) == want
+
+
+def test_decode_groups_cover_every_row_once_and_never_cost_more_than_one_group() -> None:
+    g = torch.Generator().manual_seed(3)
+    for trial in range(50):
+        lengths = torch.randint(1, 1025, (int(torch.randint(1, 9, (1,), generator=g)),), generator=g).tolist()
+        cost = 300 * (trial % 4)
+        groups = plan_decode_groups(lengths, BATCH, FRAMES, cost)
+        assert sorted(r for group in groups for r in group) == list(range(len(lengths)))
+        for group in groups:
+            assert [lengths[r] for r in group] == sorted(lengths[r] for r in group)
+
+        def price(group: list[int], lengths: list[int] = lengths, cost: int = cost) -> int:
+            return BATCH.bucket(len(group)) * FRAMES.bucket(lengths[group[-1]]) + cost
+
+        assert sum(map(price, groups)) <= price(sorted(range(len(lengths)), key=lengths.__getitem__))
+
+
+def test_grouped_decode_serves_each_row_like_eager(bundle: ModelBundle) -> None:
+    """Rows of very different lengths run as separate decode programs (free launches), each in its own batch
+    and frame bucket, and still give eager's frames and audio row by row."""
+    cfg = bundle.config.acoustic
+    inputs = random_inputs([6, 20], cfg.cond_dim, cfg.vocab_size, [40, 200], seed=11)
+    engine = PipelineEngine(
+        bundle, CPU, ShapeProfile.preset("ci"), dtype=torch.float32, compile_mode=None, group_launch_cost=0
+    )
+    rows, lengths, durations = engine.run_rows(inputs)
+    ref, ref_frames = run_pipeline(build_engines(bundle, "eager", CPU), inputs, CPU)
+    assert lengths == ref_frames.tolist() == [40, 200]
+    assert durations.shape == (2, 20) and durations.sum(1).tolist() == lengths
+    assert set(engine._decode_slots) == {(1, 64)}  # two groups of one row: batch bucket 1
+    assert set(engine._decode_slots[(1, 64)].decoders) == {64, 256}
+    for row, samples in enumerate(rows):
+        n = lengths[row] * HOP_LENGTH
+        assert samples.shape == (n,)
+        keep = n - context_frames_for(bundle.vocoder) * HOP_LENGTH
+        torch.testing.assert_close(samples[:keep], ref[row, :keep], rtol=0, atol=1e-4)
