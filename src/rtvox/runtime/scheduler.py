@@ -6,10 +6,12 @@ complete() them when the executor is done, expire() requests whose deadline pass
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from rtvox.runtime.sched_types import (
     Batch,
@@ -57,10 +59,18 @@ class _RequestState:
     in_flight: int = 0  # chunks scheduled and not yet completed (0 or 1: no pipelining within a request)
     ready_at: float = 0.0  # when the next chunk became eligible (arrival, or the previous chunk's completion)
 
+    playback_end: float | None = None  # when the audio delivered so far finishes playing (None: unknown)
+    # bumped whenever the record leaves the queues or changes its place in them: heap entries that carry an older
+    # version are stale and skipped (lazy deletion)
+    version: int = 0
+    queued: int | None = None  # the bucket whose queues hold the record while it is eligible
+
     def eligible(self) -> bool:
         return self.in_flight == 0 and self.next_chunk < len(self.request.chunks)
 
-    playback_end: float | None = None  # when the audio delivered so far finishes playing (None: unknown)
+    @property
+    def remaining(self) -> int:
+        return len(self.request.chunks) - self.next_chunk
 
     def sort_key(self, now: float, urgent_slack_s: float) -> tuple[int, int, float, int]:
         # First chunks beat later chunks of other requests (time to first audio), then priority, then FIFO; a
@@ -70,6 +80,90 @@ class _RequestState:
         if self.playback_end is not None and self.playback_end - now <= urgent_slack_s:
             return (0, self.request.priority, self.playback_end - urgent_slack_s, self.seq)
         return (1, self.request.priority, self.arrival if self.playback_end is None else self.playback_end, self.seq)
+
+
+_Entry = tuple[Any, ...]  # (*order key, seq, version, state): seq is unique, so a state is never compared
+
+
+@dataclass
+class _BucketQueues:
+    """The eligible requests of one length bucket, in heaps with lazy deletion: an entry whose version is not its
+    state's current one is stale and dropped when it reaches the top (or at a compaction).
+
+    Batch order is `_RequestState.sort_key`. Each order heap below is sorted consistently with it: first chunks by
+    (priority, arrival); later chunks, per priority, by when their stream runs dry (urgency — within `slack` of
+    that — only ever holds for a prefix of such a heap); later chunks with no known playback end by arrival. So
+    the k most urgent states are a k-way merge of the heaps' tops."""
+
+    count: int = 0  # eligible requests queued here
+    firsts: list[_Entry] = field(default_factory=list)  # (priority, arrival, seq, version, state)
+    laters: dict[int, list[_Entry]] = field(default_factory=dict)  # priority → (playback_end, seq, version, state)
+    unplayed: dict[int, list[_Entry]] = field(default_factory=dict)  # priority → (arrival, seq, version, state)
+    ready: list[_Entry] = field(default_factory=list)  # (ready_at, seq, version, state): the oldest waiter
+    first_ready: list[_Entry] = field(default_factory=list)  # the same, first chunks only
+    entries: int = 0  # heap entries, stale included (compaction trigger)
+
+    def push(self, state: _RequestState) -> None:
+        version, seq, priority = state.version, state.seq, state.request.priority
+        if state.next_chunk == 0:
+            heapq.heappush(self.firsts, (priority, state.arrival, seq, version, state))
+            heapq.heappush(self.first_ready, (state.ready_at, seq, version, state))
+            self.entries += 1
+        elif state.playback_end is not None:
+            heapq.heappush(self.laters.setdefault(priority, []), (state.playback_end, seq, version, state))
+        else:
+            heapq.heappush(self.unplayed.setdefault(priority, []), (state.arrival, seq, version, state))
+        heapq.heappush(self.ready, (state.ready_at, seq, version, state))
+        self.count += 1
+        self.entries += 2
+        if self.entries > 4 * self.count + 256:
+            self._compact()
+
+    @staticmethod
+    def _top(heap: list[_Entry]) -> _RequestState | None:
+        while heap and heap[0][-2] != heap[0][-1].version:
+            heapq.heappop(heap)
+        return heap[0][-1] if heap else None
+
+    def _heaps(self) -> list[list[_Entry]]:
+        return [self.firsts, *self.laters.values(), *self.unplayed.values()]
+
+    def ordered(self, now: float, slack: float, limit: int) -> list[_RequestState]:
+        """The `limit` most urgent queued states, most urgent first (the heaps are left as they were)."""
+        heaps = self._heaps()
+        taken: list[tuple[list[_Entry], _Entry]] = []
+        out: list[_RequestState] = []
+        while len(out) < limit:
+            best: tuple[tuple[int, int, float, int], list[_Entry]] | None = None
+            for heap in heaps:
+                top = self._top(heap)
+                if top is not None:
+                    key = top.sort_key(now, slack)
+                    if best is None or key < best[0]:
+                        best = (key, heap)
+            if best is None:
+                break
+            entry = heapq.heappop(best[1])
+            taken.append((best[1], entry))
+            out.append(entry[-1])
+        for heap, entry in taken:
+            heapq.heappush(heap, entry)
+        return out
+
+    def oldest_ready(self) -> float:
+        top = self._top(self.ready)
+        assert top is not None, "oldest_ready of an empty bucket"
+        return top.ready_at
+
+    def oldest_first_ready(self) -> float | None:
+        top = self._top(self.first_ready)
+        return None if top is None else top.ready_at
+
+    def _compact(self) -> None:
+        for heap in [*self._heaps(), self.ready, self.first_ready]:
+            heap[:] = [e for e in heap if e[-2] == e[-1].version]
+            heapq.heapify(heap)
+        self.entries = sum(len(h) for h in [*self._heaps(), self.ready, self.first_ready])
 
 
 class Scheduler:
@@ -89,13 +183,18 @@ class Scheduler:
       `cancel()` (True), or `expire()` (expired, including those expired inside `schedule()`).
     Known limit: under sustained overload, new first chunks can delay later chunks until their deadline;
     the bounded queue (QueueFullError) is what keeps load below that point.
-    Cost: each schedule() scans the live requests (≤ max_queue), fine at hundreds per batch.
+    Cost: the eligible requests of each bucket sit in heaps (lazy deletion), so schedule() and next_wakeup()
+    cost O(buckets + batch size · log live requests), not a scan of every live request: a GPU server holds
+    thousands, and the loop calls them after every batch and every arrival.
     """
 
     def __init__(self, config: SchedulerConfig | None = None, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config or SchedulerConfig()
         self._clock = clock
         self._live: dict[str, _RequestState] = {}  # request_id → state, only WAITING and RUNNING requests
+        self._queues = [_BucketQueues() for _ in self.config.bucket_edges]  # eligible requests per bucket
+        self._deadlines: list[tuple[float, int, _RequestState]] = []  # heap of live requests' deadlines
+        self._pending = 0  # chunks of live requests not yet scheduled
         # batch_id → (batch, the state record of each item's request) for batches in flight; holding the records
         # lets complete() tell a cancelled request from a new one re-added under the same id.
         self._batches: dict[int, tuple[Batch, tuple[_RequestState, ...]]] = {}
@@ -120,16 +219,18 @@ class Scheduler:
         deadline = request.deadline
         if deadline is None and self.config.default_deadline_s is not None:
             deadline = arrival + self.config.default_deadline_s
-        self._live[request.request_id] = _RequestState(
-            request=request, arrival=arrival, deadline=deadline, seq=self._seq, ready_at=arrival
-        )
+        state = _RequestState(request=request, arrival=arrival, deadline=deadline, seq=self._seq, ready_at=arrival)
+        self._live[request.request_id] = state
         self._seq += 1
         self._counts["added"] += 1
+        self._pending += state.remaining
+        if deadline is not None:
+            heapq.heappush(self._deadlines, (deadline, state.seq, state))
+        self._enqueue(state)
 
     def retry_after_s(self) -> int:
         """Whole seconds until the queue has likely drained a batch's worth of work (at least 1)."""
-        pending = sum(len(s.request.chunks) - s.next_chunk for s in self._live.values())
-        rounds = math.ceil(pending / self.config.max_batch_size)
+        rounds = math.ceil(self._pending / self.config.max_batch_size)
         return max(1, math.ceil(rounds * self._batch_seconds))
 
     def cancel(self, request_id: str) -> bool:
@@ -140,6 +241,7 @@ class Scheduler:
         state = self._live.pop(request_id, None)
         if state is None:
             return False
+        self._retire(state)
         state.status = RequestStatus.CANCELLED
         self._counts["cancelled"] += 1
         return True
@@ -155,25 +257,40 @@ class Scheduler:
         return reported
 
     def _expire(self, now: float) -> None:
-        for request_id, state in list(self._live.items()):
-            if state.deadline is not None and state.deadline <= now:
-                del self._live[request_id]
-                state.status = RequestStatus.EXPIRED
-                self._counts["expired"] += 1
-                self._expired_unreported.append(request_id)
+        expired: list[_RequestState] = []
+        while self._deadlines and self._deadlines[0][0] <= now:
+            state = heapq.heappop(self._deadlines)[2]
+            if self._live.get(state.request.request_id) is state:
+                expired.append(state)
+        for state in sorted(expired, key=lambda s: s.seq):  # in the order the requests were added
+            del self._live[state.request.request_id]
+            self._retire(state)
+            state.status = RequestStatus.EXPIRED
+            self._counts["expired"] += 1
+            self._expired_unreported.append(state.request.request_id)
+
+    # ------------------------------------------------------------------ the per-bucket queues
+    def _enqueue(self, state: _RequestState) -> None:
+        """Queue an eligible record in the bucket of its next chunk."""
+        if not state.eligible():
+            return
+        bucket = self.config.bucket_of(state.request.chunks[state.next_chunk].phoneme_count)
+        state.version += 1
+        state.queued = bucket
+        self._queues[bucket].push(state)
+
+    def _dequeue(self, state: _RequestState) -> None:
+        if state.queued is not None:
+            self._queues[state.queued].count -= 1
+            state.queued = None
+        state.version += 1
+
+    def _retire(self, state: _RequestState) -> None:
+        """A live record leaves for good (finished, cancelled, expired)."""
+        self._dequeue(state)
+        self._pending -= state.remaining
 
     # ------------------------------------------------------------------ batches out
-    def _buckets(self, now: float) -> dict[int, list[_RequestState]]:
-        """Eligible requests per bucket of their next chunk, most urgent first."""
-        buckets: dict[int, list[_RequestState]] = {}
-        for state in self._live.values():
-            if state.eligible():
-                bucket = self.config.bucket_of(state.request.chunks[state.next_chunk].phoneme_count)
-                buckets.setdefault(bucket, []).append(state)
-        for states in buckets.values():
-            states.sort(key=lambda s: s.sort_key(now, self.config.urgent_slack_s))
-        return buckets
-
     def _take(self, states: list[_RequestState]) -> list[_RequestState]:
         """The most urgent states that fit one batch: max_batch_size items within max_batch_phonemes (>= 1)."""
         budget = self.config.max_batch_phonemes
@@ -187,16 +304,20 @@ class Scheduler:
             used += size
         return chosen
 
-    def _release_time(self, states: list[_RequestState]) -> float:
+    def _release_time(self, queues: _BucketQueues, now: float) -> float:
         """When this bucket may be released: now if a batch is full (items or phonemes), else when its oldest
         item has waited max_wait_s or its oldest first chunk first_chunk_max_wait_s."""
-        if len(self._take(states)) < len(states) or len(states) >= self.config.max_batch_size:
+        if queues.count >= self.config.max_batch_size:
             return -math.inf
-        release = min(s.ready_at for s in states) + self.config.max_wait_s
+        if self.config.max_batch_phonemes is not None:
+            states = queues.ordered(now, self.config.urgent_slack_s, queues.count)
+            if len(self._take(states)) < len(states):
+                return -math.inf
+        release = queues.oldest_ready() + self.config.max_wait_s
         first_wait = self.config.first_chunk_max_wait_s
-        if first_wait is not None:
-            firsts = [s.ready_at + first_wait for s in states if s.next_chunk == 0]
-            release = min([release, *firsts])
+        oldest_first = queues.oldest_first_ready()
+        if first_wait is not None and oldest_first is not None:
+            release = min(release, oldest_first + first_wait)
         return release
 
     def schedule(self, now: float | None = None) -> Batch | None:
@@ -204,20 +325,24 @@ class Scheduler:
         now = self._clock() if now is None else now
         self._expire(now)
         slack = self.config.urgent_slack_s
-        due = [(states[0].sort_key(now, slack), bucket, states) for bucket, states in self._buckets(now).items()]
-        due = [entry for entry in due if self._release_time(entry[2]) <= now]
+        due = []
+        for bucket, queues in enumerate(self._queues):
+            if queues.count and self._release_time(queues, now) <= now:
+                due.append((queues.ordered(now, slack, 1)[0].sort_key(now, slack), bucket))
         if not due:
             return None
-        _, bucket, states = min(due, key=lambda entry: entry[0])
-        chosen = self._take(states)
+        _, bucket = min(due)
+        chosen = self._take(self._queues[bucket].ordered(now, slack, self.config.max_batch_size))
         items: list[BatchItem] = []
         for state in chosen:
+            self._dequeue(state)
             index = state.next_chunk
             last = index == len(state.request.chunks) - 1
             items.append(BatchItem(state.request.request_id, index, state.request.chunks[index].phoneme_count, last))
             state.next_chunk += 1
             state.in_flight += 1
             state.status = RequestStatus.RUNNING
+            self._pending -= 1
         batch = Batch(
             batch_id=self._next_batch_id,
             bucket=bucket,
@@ -233,8 +358,11 @@ class Scheduler:
     def next_wakeup(self, now: float | None = None) -> float | None:
         """The earliest time schedule() or expire() could act without a new event; None when nothing waits."""
         now = self._clock() if now is None else now
-        times = [self._release_time(states) for states in self._buckets(now).values()]
-        times += [s.deadline for s in self._live.values() if s.deadline is not None]
+        times = [self._release_time(queues, now) for queues in self._queues if queues.count]
+        while self._deadlines and self._live.get(self._deadlines[0][2].request.request_id) is not self._deadlines[0][2]:
+            heapq.heappop(self._deadlines)  # ended requests' deadlines
+        if self._deadlines:
+            times.append(self._deadlines[0][0])
         if not times:
             return None
         return max(now, min(times))
@@ -269,9 +397,12 @@ class Scheduler:
             delivered.append(item)
             if state.next_chunk == len(state.request.chunks):
                 del self._live[item.request_id]
+                self._retire(state)
                 state.status = RequestStatus.FINISHED
                 self._counts["finished"] += 1
                 finished.append(item.request_id)
+            else:
+                self._enqueue(state)
         return Completion(delivered=tuple(delivered), dropped=tuple(dropped), finished=tuple(finished))
 
     # ------------------------------------------------------------------ introspection
@@ -285,7 +416,7 @@ class Scheduler:
         return SchedulerStats(
             queue_depth=waiting,
             running=len(self._live) - waiting,
-            eligible_chunks=sum(1 for s in self._live.values() if s.eligible()),
+            eligible_chunks=sum(queues.count for queues in self._queues),
             in_flight_batches=len(self._batches),
             batch_size_histogram=dict(sorted(self._histogram.items())),
             added=self._counts["added"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 
 import pytest
@@ -346,3 +347,74 @@ def test_first_chunks_can_have_a_shorter_wait_than_later_chunks() -> None:
     assert sched.schedule(0.001) is None  # the later chunk waits for company
     assert sched.next_wakeup(0.001) == pytest.approx(0.011)
     assert keys(sched.schedule(0.011)) == [("a", 1)]
+
+
+def _scan_batch(sched: Scheduler, now: float) -> tuple[list[tuple[str, int]], float | None]:
+    """The batch schedule(now) must release and next_wakeup(now)'s answer, by the rules scanned over every live
+    request (the scheduler's own heaps must agree)."""
+    cfg = sched.config
+    live = [s for s in sched._live.values() if s.deadline is None or s.deadline > now]
+    buckets: dict[int, list] = {}  # type: ignore[type-arg]
+    for state in live:
+        if state.eligible():
+            buckets.setdefault(cfg.bucket_of(state.request.chunks[state.next_chunk].phoneme_count), []).append(state)
+    releases = {}
+    for bucket, states in buckets.items():
+        states.sort(key=lambda s: s.sort_key(now, cfg.urgent_slack_s))
+        if len(states) >= cfg.max_batch_size or len(sched._take(states)) < len(states):
+            releases[bucket] = -float("inf")
+        else:
+            first_wait = cfg.first_chunk_max_wait_s
+            waits = [] if first_wait is None else [s.ready_at + first_wait for s in states if s.next_chunk == 0]
+            releases[bucket] = min([min(s.ready_at for s in states) + cfg.max_wait_s, *waits])
+    due = [b for b, t in releases.items() if t <= now]
+    batch: list[tuple[str, int]] = []
+    if due:
+        bucket = min(due, key=lambda b: buckets[b][0].sort_key(now, cfg.urgent_slack_s))
+        batch = [(s.request.request_id, s.next_chunk) for s in sched._take(buckets[bucket])]
+    times = [*releases.values(), *(s.deadline for s in live if s.deadline is not None)]
+    return batch, (max(now, min(times)) if times else None)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_batches_follow_the_rules_over_long_random_runs(seed: int) -> None:
+    """Thousands of random arrivals, steps, completions (with and without audio lengths), cancellations and
+    deadlines: every schedule() and next_wakeup() answer equals the rules applied by a scan of every live request."""
+    rng = random.Random(seed)
+    clock = FakeClock()
+    sched = make(
+        clock,
+        max_batch_size=rng.choice([1, 4, 8]),
+        max_wait_s=rng.choice([0.0, 0.01]),
+        first_chunk_max_wait_s=rng.choice([None, 0.0, 0.004]),
+        max_batch_phonemes=rng.choice([None, 60]),
+        bucket_edges=(16, 32, 64),
+        max_queue=64,
+        urgent_slack_s=0.05,
+    )
+    in_flight: list[Batch] = []
+    n = 0
+    for _ in range(1500):
+        clock.now += rng.choice([0.0, 0.001, 0.003, 0.02])
+        op = rng.random()
+        if op < 0.35:
+            chunks = [rng.randint(1, 64) for _ in range(rng.randint(1, 4))]
+            deadline = clock.now + rng.uniform(0.01, 0.3) if rng.random() < 0.3 else None
+            with contextlib.suppress(QueueFullError):
+                sched.add(req(f"r{n}", *chunks, priority=rng.choice([0, 0, 1]), deadline=deadline))
+            n += 1
+        elif op < 0.45 and sched._live:
+            sched.cancel(rng.choice(list(sched._live)))
+        elif op < 0.7 and in_flight:
+            batch = in_flight.pop(rng.randrange(len(in_flight)))
+            seconds = None if rng.random() < 0.2 else tuple(rng.uniform(0.05, 0.3) for _ in batch.items)
+            sched.complete(BatchResult(batch.batch_id, audio_seconds=seconds))
+        want, wake = _scan_batch(sched, clock.now)
+        got = sched.schedule(clock.now)
+        assert (keys(got) if got is not None else []) == want
+        if got is not None:
+            in_flight.append(got)
+        else:
+            assert sched.next_wakeup(clock.now) == wake
+        sched.expire(clock.now)
+    assert sched.stats().eligible_chunks == sum(1 for s in sched._live.values() if s.eligible())
