@@ -32,6 +32,7 @@ def main() -> None:
     parser.add_argument("--bucket-edges", default=None, help="scheduler length buckets, e.g. 16,32,48,64,96,128,200")
     parser.add_argument("--max-queue", type=int, default=4096, help="live requests admitted at once")
     parser.add_argument("--frontend-processes", type=int, default=0, help="text frontend worker processes")
+    parser.add_argument("--batches-in-flight", type=int, default=1, help="batches queued to the engines at once")
     parser.add_argument(
         "--saturation-clients", type=int, default=0, help="closed-loop clients for the throughput-under-load phase"
     )
@@ -44,6 +45,7 @@ def main() -> None:
         max_batch_phonemes=args.max_batch_phonemes,
         max_queue=args.max_queue,
         frontend_processes=args.frontend_processes,
+        batches_in_flight=args.batches_in_flight,
         bucket_edges=None if args.bucket_edges is None else tuple(int(e) for e in args.bucket_edges.split(",")),
         default_deadline_s=None,
         fallback_device=None,

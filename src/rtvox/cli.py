@@ -261,6 +261,12 @@ def serve(
     frontend_processes: Annotated[
         int, typer.Option(envvar="RTVOX_FRONTEND_PROCESSES", help="Text frontend worker processes (0: a thread)")
     ] = 0,
+    batches_in_flight: Annotated[
+        int,
+        typer.Option(
+            envvar="RTVOX_BATCHES_IN_FLIGHT", help="Batches queued to the engines at once (2: GPU throughput)"
+        ),
+    ] = 1,
     log_level: Annotated[str, typer.Option(envvar="RTVOX_LOG_LEVEL")] = "info",
 ) -> None:
     """Run the HTTP service: OpenAI-compatible speech API, voice cloning, /v1/tts, metrics, web page at /."""
@@ -288,6 +294,7 @@ def serve(
                 deadline_s=deadline_s or None,
                 first_chunk_wait_ms=first_chunk_wait_ms,
                 frontend_processes=frontend_processes,
+                batches_in_flight=batches_in_flight,
                 log_level=log_level.lower(),
             )
         except ValueError as exc:

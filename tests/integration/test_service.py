@@ -181,6 +181,46 @@ def test_deadline_cancels_cleanly_while_a_batch_is_stuck(tiny_model: Path, refer
     run(main)
 
 
+@pytest.mark.parametrize("depth", [1, 2])
+def test_batches_in_flight_bounds_the_steps_handed_to_the_executor(
+    tiny_model: Path, reference: Synthesizer, depth: int
+) -> None:
+    """While a step is held, the loop hands the executor at most `batches_in_flight` batches: with 2, requests
+    that arrive meanwhile form the next batch at once; with 1 they wait. Every stream equals the Synthesizer's."""
+
+    async def main() -> None:
+        service = TTSService(
+            new_synth(tiny_model), ServiceConfig(batches_in_flight=depth, max_wait_ms=0, fallback_device=None)
+        )
+        await service.start()
+        assert service._executor is not None
+        real_run, gate, calls = service._executor.run, asyncio.Event(), []
+
+        async def held_run(jobs: Any) -> Any:
+            calls.append(len(jobs))
+            await gate.wait()
+            return await real_run(jobs)
+
+        service._executor.run = held_run  # type: ignore[method-assign]
+        first = asyncio.create_task(service.synthesize(SynthesisRequest(text=TEXTS[1])))
+        await wait_until(lambda: len(calls) == 1, "the first batch to reach the executor")
+        others = [asyncio.create_task(service.synthesize(SynthesisRequest(text=t))) for t in TEXTS[3:5]]
+        if depth == 2:
+            await wait_until(lambda: len(calls) == 2, "a second batch handed over while one runs")
+            assert service.stats()["scheduler"]["in_flight_batches"] == 2
+        else:
+            await wait_until(lambda: service.health()["queue_depth"] == 2, "both later requests queued")
+            assert len(calls) == 1 and service.stats()["scheduler"]["in_flight_batches"] == 1
+        gate.set()
+        results = await asyncio.gather(first, *others)
+        for text, result in zip([TEXTS[1], *TEXTS[3:5]], results, strict=True):
+            close(result.audio, reference.synthesize(text).audio)
+        assert service.health()["admitted"] == 0
+        await service.stop()
+
+    run(main)
+
+
 def test_closing_a_stream_early_frees_its_slot_at_once(tiny_model: Path) -> None:
     async def main() -> None:
         synth = new_synth(tiny_model)
@@ -343,7 +383,7 @@ def test_graphs_backend_and_frontend_processes_serve_like_the_synthesizer(
         for round_ in range(2):
             if round_ == 1:  # the pipeline fails once: that step goes to the CPU fallback
                 assert synth.pipeline is not None
-                synth.pipeline.run = fail_once(synth.pipeline.run)  # type: ignore[method-assign]
+                synth.pipeline.run_rows = fail_once(synth.pipeline.run_rows)  # type: ignore[method-assign]
             results = await asyncio.gather(*(service.synthesize(r) for r in requests))
             for request, result in zip(requests, results, strict=True):
                 want = reference.synthesize(request.text, voice=request.voice)

@@ -52,6 +52,8 @@ class EngineSet:
     steps: int = 0  # steps served
     last_fault_at: float | None = None  # time.time() of the last fault
     rebuilding: bool = field(default=False)
+    busy_s: float = 0.0  # seconds its thread spent on work (steps, prepares, warm-ups, rebuilds)
+    step_s: float = 0.0  # ... of which in chunk steps
 
     def health(self) -> dict[str, Any]:
         return {
@@ -64,6 +66,8 @@ class EngineSet:
             "faults": self.faults,
             "rebuilds": self.rebuilds,
             "steps": self.steps,
+            "busy_s": round(self.busy_s, 4),
+            "step_s": round(self.step_s, 4),
         }
 
 
@@ -134,16 +138,21 @@ class Executor:
         """The text frontend on its own thread (pure Python: it overlaps the engine thread's waits on the device),
         then condition on the serving engine set; InputError and TextError go to the caller as they are."""
         front = await asyncio.get_running_loop().run_in_executor(self._frontend_pool, self._read_text, request.text)
+        serving = self.primary if self.primary.healthy or self.fallback is None else self.fallback
+        if serving.synth.prepares_on_host(request):
+            # tens of microseconds of host work: here, rather than a hop to the engine thread, where it would
+            # queue behind steps and cost that thread a GIL hand-over per request
+            return serving.synth.prepare(request, front)
         return await self._serve(lambda synth: synth.prepare(request, front))
 
     async def run(self, jobs: Sequence[ChunkJob]) -> list[AudioChunk]:
         """One batched chunk step; re-run on the fallback if the primary raises."""
-        return await self._serve(lambda synth: synth.run_step(jobs))
+        return await self._serve(lambda synth: synth.run_step(jobs), step=True)
 
-    async def _serve(self, work: Callable[[Synthesizer], T]) -> T:
+    async def _serve(self, work: Callable[[Synthesizer], T], *, step: bool = False) -> T:
         first = self.primary if self.primary.healthy or self.fallback is None else self.fallback
         try:
-            result = await self._call(first, lambda: work(first.synth))
+            result = await self._call(first, lambda: work(first.synth), step=step)
         except InputError:
             raise  # the caller's input, not an engine fault
         except Exception as exc:  # any engine failure, torch.cuda.OutOfMemoryError included
@@ -152,7 +161,7 @@ class Executor:
             if second is None:
                 raise EngineFailedError(f"synthesis failed on the {first.role} engines ({exc}); retry shortly") from exc
             try:
-                result = await self._call(second, lambda: work(second.synth))
+                result = await self._call(second, lambda: work(second.synth), step=step)
             except InputError:
                 raise
             except Exception as exc2:
@@ -166,8 +175,18 @@ class Executor:
             self.fallback_steps += 1
         return result
 
-    async def _call(self, engines: EngineSet, fn: Callable[[], T]) -> T:
-        return await asyncio.get_running_loop().run_in_executor(engines.pool, fn)
+    async def _call(self, engines: EngineSet, fn: Callable[[], T], *, step: bool = False) -> T:
+        def timed() -> T:
+            start = time.perf_counter()
+            try:
+                return fn()
+            finally:
+                spent = time.perf_counter() - start
+                engines.busy_s += spent  # only this set's one thread writes its counters
+                if step:
+                    engines.step_s += spent
+
+        return await asyncio.get_running_loop().run_in_executor(engines.pool, timed)
 
     # ------------------------------------------------------------------ faults
     def _fault(self, engines: EngineSet, exc: BaseException) -> None:

@@ -109,6 +109,11 @@ class LevelResult:
     audio_s_per_s: float  # throughput: audio seconds delivered per wall second
     passed: bool  # no stall, no error, P99 TTFA within target
     batch_size_histogram: dict[int, int] = field(default_factory=dict)
+    # the primary engine thread over the level: share of wall time busy (steps, prepares), share in steps, and
+    # the mean step (host and device together): near 1 the engine thread is the limit, well below it the rest
+    engine_busy: float = float("nan")
+    engine_in_steps: float = float("nan")
+    step_ms_mean: float = float("nan")
 
 
 @dataclass
@@ -257,6 +262,7 @@ def run_load_bench(
             service, texts, n, level_duration_s, think_time_s, realistic_durations, rng, listen
         )
         hist = service.stats()["batch_size_histogram"]
+        primary = service.health()["engines"]["primary"]
         await service.stop()
         ttfa = [r.ttfa_s for r in records]
         level = LevelResult(
@@ -274,6 +280,9 @@ def run_load_bench(
             and not any(r.stalled for r in records)
             and _percentile_ms(ttfa, 99) <= ttfa_p99_target_s * 1000.0,
             batch_size_histogram=dict(hist),
+            engine_busy=primary["busy_s"] / wall,
+            engine_in_steps=primary["step_s"] / wall,
+            step_ms_mean=primary["step_s"] / max(1, primary["steps"]) * 1000.0,
         )
         say(f"{'N' if listen else 'saturation N'}={n}: {asdict(level)}")
         return level
@@ -319,6 +328,7 @@ def run_load_bench(
             "max_batch_phonemes": config.max_batch_phonemes,
             "max_queue": config.max_queue,
             "frontend_processes": config.frontend_processes,
+            "batches_in_flight": config.batches_in_flight,
             "bucket_edges": None if config.bucket_edges is None else list(config.bucket_edges),
             "saturation_clients": saturation_clients,
             "seed": seed,

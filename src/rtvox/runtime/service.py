@@ -73,8 +73,15 @@ class ServiceConfig:
     # inclusive upper phoneme counts of the scheduler's length buckets (None: its default); finer edges mean less
     # padding in a batch (the captured pipeline pads every row to the longest) and fewer rows per batch
     bucket_edges: tuple[int, ...] | None = None
+    # Batches handed to the executor at once. 1: the next batch is formed when the last one returns (freshest
+    # batches, lowest time to first audio). 2: the next one is formed and queued while a step runs, so the engine
+    # never waits for the loop (completion, delivery, scheduling) between steps: throughput on a busy GPU, at up to
+    # one step more of waiting for a chunk that arrives meanwhile.
+    batches_in_flight: int = 1
 
     def __post_init__(self) -> None:
+        if self.batches_in_flight < 1:
+            raise ValueError(f"batches_in_flight must be at least 1, got {self.batches_in_flight}")
         if self.frontend_processes < 0:
             raise ValueError(f"frontend_processes must be >= 0, got {self.frontend_processes}")
         if self.max_batch < 1 or self.max_queue < 1 or self.max_chars < 1 or self.max_phonemes < 1:
@@ -360,19 +367,38 @@ class TTSService:
 
     # ------------------------------------------------------------------ the batching loop
     async def _loop(self) -> None:
-        while True:
-            self._wake.clear()
-            now = time.monotonic()
-            for request_id in self._scheduler.expire(now):
-                self._send(request_id, DeadlineExceededError(self._budget(request_id)))
-            batch = self._scheduler.schedule(now)
-            if batch is not None:
-                await self._run_batch(batch)
-                continue
-            wakeup = self._scheduler.next_wakeup(now)
-            timeout = None if wakeup is None else max(0.0, wakeup - time.monotonic())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+        depth = self.config.batches_in_flight
+        running: set[asyncio.Task[None]] = set()
+
+        def done(task: asyncio.Task[None]) -> None:
+            running.discard(task)
+            self._wake.set()
+
+        try:
+            while True:
+                self._wake.clear()
+                now = time.monotonic()
+                for request_id in self._scheduler.expire(now):
+                    self._send(request_id, DeadlineExceededError(self._budget(request_id)))
+                if len(running) < depth:
+                    batch = self._scheduler.schedule(now)
+                    if batch is not None and depth == 1:
+                        await self._run_batch(batch)
+                        continue
+                    if batch is not None:
+                        task = asyncio.get_running_loop().create_task(self._run_batch(batch))
+                        running.add(task)
+                        task.add_done_callback(done)
+                        continue
+                    wakeup = self._scheduler.next_wakeup(now)
+                else:  # the executor holds `depth` batches: the next event is one of them returning
+                    wakeup = None
+                timeout = None if wakeup is None else max(0.0, wakeup - time.monotonic())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout)
+        finally:
+            for task in running:
+                task.cancel()
 
     async def _run_batch(self, batch: Batch) -> None:
         assert self._executor is not None
@@ -443,6 +469,7 @@ class TTSService:
                 "finished": sched.finished,
                 "cancelled": sched.cancelled,
                 "expired": sched.expired,
+                "in_flight_batches": sched.in_flight_batches,
             },
             cache=self.synthesizer.embedding_cache.stats(),
             fallback_steps=0 if self._executor is None else self._executor.fallback_steps,

@@ -57,7 +57,7 @@ class PreparedRequest:
     request: SynthesisRequest  # the settings as given (speed, pitch and energy scales are read per step)
     normalized: str  # the whole normalized text
     chunks: tuple[PreparedChunk, ...]  # in stream order, at least one
-    cond: torch.Tensor  # [1, C] speaker ⊕ α·emotion, on the preparing synthesizer's device
+    cond: torch.Tensor  # [1, C] speaker ⊕ α·emotion, on the preparing synthesizer's cond_device
     # the emotion prosody prior's row for this request (IDENTITY_ROW: none, neutral, or an emotion reference clip)
     prosody: ProsodyRow = IDENTITY_ROW
     tilt: float = 0.0  # the prior's spectral tilt, added to each decoded mel before the vocoder
@@ -130,10 +130,12 @@ def natural_frames(
     cond: torch.Tensor,
     request: SynthesisRequest,
     prosody: ProsodyRow = IDENTITY_ROW,
+    *,
+    device: torch.device | None = None,
 ) -> list[int]:
-    """Each chunk's frame count with no target, from one batched acoustic_encode call."""
-    device = cond.device
-    inputs = encode_inputs([(ids, cond, request, 0, prosody) for ids in chunks], device)
+    """Each chunk's frame count with no target, from one batched acoustic_encode call on `device` (default:
+    cond's)."""
+    inputs = encode_inputs([(ids, cond, request, 0, prosody) for ids in chunks], device or cond.device)
     _, durations = engines["acoustic_encode"](*inputs)[:2]
     return [int(d) for d in durations.sum(1).tolist()]
 
@@ -189,11 +191,11 @@ def run_pipeline_step(
         rows = [encode_row(job) for job in group]
         tilt = torch.tensor([job.prepared.tilt for job in group], dtype=torch.float32)
         try:
-            wav, lengths, durations = pipeline.run(PipelineInputs(*encode_inputs(rows, torch.device("cpu"))), tilt)
+            wavs, _, durations = pipeline.run_rows(PipelineInputs(*encode_inputs(rows, torch.device("cpu"))), tilt)
         except ProfileExceededError:
             out.extend(run_chunk_step(engines, group, device, context_frames=context_frames))
             continue
-        samples = rows_to_host(wav, [f * HOP_LENGTH for f in lengths.tolist()])
+        samples = rows_to_host(wavs)
         per_id = durations.cpu()
         for row, job in enumerate(group):
             n_ids = len(job.prepared.chunks[job.index].ids)
@@ -201,11 +203,11 @@ def run_pipeline_step(
     return out
 
 
-def rows_to_host(wav: torch.Tensor, lengths: Sequence[int]) -> list[np.ndarray]:
-    """Row r's first lengths[r] samples of wav [B, S] as a host array each. Only those samples leave the device,
-    packed into one copy: a batch's rows are padded to its longest (bucket) row, often 2-3x the audio."""
-    flat = torch.cat([wav[row, :n] for row, n in enumerate(lengths)]).cpu().numpy()
-    bounds = np.cumsum([0, *lengths])
+def rows_to_host(rows: Sequence[torch.Tensor]) -> list[np.ndarray]:
+    """Each row's samples (1-D device tensors, e.g. views of padded program outputs) as a host array each, packed
+    on the device and copied in one piece: only the audio leaves the device, with one transfer and one sync."""
+    flat = torch.cat(list(rows)).cpu().numpy()
+    bounds = np.cumsum([0, *(r.shape[0] for r in rows)])
     return [flat[a:b] for a, b in itertools.pairwise(bounds)]
 
 

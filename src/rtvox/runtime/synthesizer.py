@@ -92,6 +92,11 @@ class Synthesizer:
         # "auto" on a GPU: the captured whole-chain pipeline (the fastest verified path there); elsewhere the
         # engine builder's per-module choice
         self.backend = PIPELINE_BACKEND if backend == "auto" and self.device.type == "cuda" else backend
+        # Where condition vectors are made and kept. The captured pipeline takes its inputs from the host, so its
+        # requests are conditioned on the CPU: no device round trip per request, none per step, and `prepare`
+        # can run off the engine thread (`prepares_on_host`).
+        self.cond_device = torch.device("cpu") if self.backend == PIPELINE_BACKEND else self.device
+        self._emotion_rows: torch.Tensor | None = None  # the emotion table on cond_device (graphs backend)
         self.dtype = parse_dtype(dtype)  # compute precision of compiled engines (eager and onnx run fp32)
         self.bundle = load_bundle(self.model_dir, device=self.device, dtype=torch.float32)
         self.vocab = Vocabulary.from_dict(self.bundle.vocab)
@@ -262,7 +267,7 @@ class Synthesizer:
             if isinstance(self.bundle, ARBundle):
                 natural = [len(i) for i in ids]
             else:
-                natural = natural_frames(self.engines, ids, cond, request, prosody)
+                natural = natural_frames(self.engines, ids, cond, request, prosody, device=self.device)
             targets = allocate_frames(natural, round(request.duration * FRAMES_PER_SECOND))
         chunks = tuple(
             PreparedChunk(text=c.text, phonemes=c.phonemes, ids=tuple(i), target_frames=t, positions=pos)
@@ -301,6 +306,7 @@ class Synthesizer:
             self._ar_step = ARChunkStep(self.bundle, self.device, self.vocoder_context_frames)
             return
         if self.backend == PIPELINE_BACKEND:
+            self._emotion_rows = None  # the table as the engines are built from it
             engines = build_engine_set(self.bundle, "eager", self.device, torch.float32)
             self.pipeline = None  # the old one's graphs and pool go before the new one captures
             self.pipeline = self._build_pipeline()
@@ -344,21 +350,43 @@ class Synthesizer:
         prior = self.bundle.config.emotion_prosody
         return prior.row(request.emotion, request.emotion_alpha), prior.tilt(request.emotion, request.emotion_alpha)
 
+    def prepares_on_host(self, request: SynthesisRequest) -> bool:
+        """Whether `prepare(request, front)` runs no engine and touches no device (conditioning on the CPU, no
+        target-duration lookup, no emotion clip to embed): then it is cheap and safe beside a running step."""
+        return (
+            self.cond_device.type == "cpu"
+            and isinstance(self.bundle, ModelBundle)
+            and request.duration is None
+            and request.emotion_ref is None
+        )
+
     def condition(self, request: SynthesisRequest) -> torch.Tensor:
-        """cond[1, C] = speaker ⊕ α·emotion."""
+        """cond[1, C] = speaker ⊕ α·emotion, on `cond_device`."""
+        device = self.cond_device
         if request.speaker_embedding is not None:
             embedding = np.asarray(request.speaker_embedding, dtype=np.float32)
         else:
             embedding = self.voices.get(request.voice or self.default_voice).embedding
-        speaker = torch.from_numpy(embedding).to(self.device)[None]
+        speaker = torch.from_numpy(embedding).to(device)[None]
         with torch.inference_mode():
             if request.emotion_ref is not None:
-                emotion = torch.from_numpy(self.embed_emotion(request.emotion_ref)).to(self.device)[None]
+                emotion = torch.from_numpy(self.embed_emotion(request.emotion_ref)).to(device)[None]
             else:
-                label = request.emotion or "neutral"
-                emotion = self.bundle.emotion_table(torch.tensor([EMOTIONS.index(label)], device=self.device))
-            alpha = torch.tensor([request.emotion_alpha], device=self.device)
+                index = EMOTIONS.index(request.emotion or "neutral")
+                if device == self.device:
+                    emotion = self.bundle.emotion_table(torch.tensor([index], device=device))
+                else:
+                    emotion = self._emotion_table_rows()[index][None]
+            alpha = torch.tensor([request.emotion_alpha], device=device)
             return fuse_condition(speaker, emotion, alpha)
+
+    def _emotion_table_rows(self) -> torch.Tensor:
+        """Every label's emotion-table row [labels, E] on cond_device, computed once (at the engines' build)."""
+        if self._emotion_rows is None:
+            with torch.inference_mode():
+                labels = torch.arange(len(EMOTIONS), device=self.device)
+                self._emotion_rows = self.bundle.emotion_table(labels).to(self.cond_device)
+        return self._emotion_rows
 
 
 def load_model(model: str | os.PathLike[str] | None = None, **kwargs: Any) -> Synthesizer:

@@ -36,6 +36,7 @@ class ServerConfig:
     deadline_s: float | None = 60.0  # per-request time budget; None → no deadline
     first_chunk_wait_ms: float | None = None  # batch wait of a request's first chunk; None → max_wait_ms
     frontend_processes: int = 0  # text frontend worker processes; 0 → one thread in the server process
+    batches_in_flight: int = 1  # batches queued to the engines at once (2: the next forms while a step runs)
     voices_dir: str | None = None  # where clones are kept; None → $RTVOX_VOICES_DIR or the user data dir
     log_level: str = "info"
     model_aliases: tuple[str, ...] = field(
@@ -54,6 +55,8 @@ class ServerConfig:
             raise ValueError(f"first_chunk_wait_ms must be a finite number ≥ 0, got {first}")
         if self.frontend_processes < 0:
             raise ValueError(f"frontend_processes must be ≥ 0, got {self.frontend_processes}")
+        if self.batches_in_flight < 1:
+            raise ValueError(f"batches_in_flight must be ≥ 1, got {self.batches_in_flight}")
         if self.max_queue < 1 or self.max_batch < 1:
             raise ValueError("max_queue and max_batch must be at least 1")
         if not math.isfinite(self.max_wait_ms) or self.max_wait_ms < 0:

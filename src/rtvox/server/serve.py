@@ -30,6 +30,7 @@ def build_service(config: ServerConfig) -> SpeechService:
         redis_url=config.redis_url,
         first_chunk_wait_ms=config.first_chunk_wait_ms,
         frontend_processes=config.frontend_processes,
+        batches_in_flight=config.batches_in_flight,
     )
     return TTSService(synth, service_config)
 
