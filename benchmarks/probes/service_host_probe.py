@@ -1,0 +1,96 @@
+"""How much serving the host side (event loop, scheduler, executor hand-offs, load clients) sustains when the
+engine is not the limit: the TTSService on a Synthesizer whose chunk step only sleeps for an emulated device time
+(`--step-ms` + `--row-ms` per row; sleeping releases the GIL as a CUDA sync does) and returns silent chunks of the
+length the model would make, the frontend's results precomputed. A closed-loop saturation phase under cProfile
+(the event-loop thread) → audio-s/s, the engine thread's busy share, and the loop's top functions.
+
+    .venv/bin/python benchmarks/probes/service_host_probe.py --clients 1024 --seconds 10 --max-batch 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import json
+import pstats
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from rtvox.constants import HOP_LENGTH
+from rtvox.runtime.loadbench import _run_level, make_texts
+from rtvox.runtime.service import ServiceConfig, TTSService
+from rtvox.runtime.steps import ChunkJob, audio_chunk
+from rtvox.runtime.synthesizer import Synthesizer
+from rtvox.runtime.types import AudioChunk
+
+FRAMES_PER_ID = 7  # about rtvox-small's mean frames per phoneme id
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", default="models/rtvox-base")
+    parser.add_argument("--clients", type=int, default=1024)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--max-batch", type=int, default=64)
+    parser.add_argument("--batches-in-flight", type=int, default=1)
+    parser.add_argument("--step-ms", type=float, default=4.0, help="emulated device time of a step")
+    parser.add_argument("--row-ms", type=float, default=0.35, help="... plus this per row")
+    parser.add_argument("--top", type=int, default=25)
+    args = parser.parse_args()
+
+    synth = Synthesizer(args.model, device="cpu", backend="eager")
+    texts = make_texts(512, 0)
+    fronts = {t.text: synth.frontend.process(t.text) for t in texts}
+
+    def fake_step(jobs: Sequence[ChunkJob]) -> list[AudioChunk]:
+        time.sleep((args.step_ms + args.row_ms * len(jobs)) / 1000.0)
+        out = []
+        for job in jobs:
+            n_ids = len(job.prepared.chunks[job.index].ids)
+            wav = np.zeros(n_ids * FRAMES_PER_ID * HOP_LENGTH, np.float32)
+            out.append(audio_chunk(job, wav, [FRAMES_PER_ID] * n_ids))
+        return out
+
+    synth.run_step = fake_step  # type: ignore[method-assign]
+    config = ServiceConfig(
+        max_batch=args.max_batch,
+        first_chunk_wait_ms=0,
+        max_queue=4096,
+        default_deadline_s=None,
+        fallback_device=None,
+        batches_in_flight=args.batches_in_flight,
+    )
+
+    async def run() -> dict[str, float]:
+        service = TTSService(synth, config)
+        await service.start()
+        assert service._executor is not None
+        service._executor._read_text = fronts.__getitem__  # type: ignore[assignment]
+        rng = np.random.default_rng(0)
+        records, errors, wall = await _run_level(service, texts, args.clients, args.seconds, 0.5, False, rng, False)
+        primary = service.health()["engines"]["primary"]
+        await service.stop()
+        return {
+            "streams": len(records),
+            "errors": errors,
+            "audio_s_per_s": sum(r.audio_s for r in records) / wall,
+            "engine_busy": primary["busy_s"] / wall,
+            "steps_per_s": primary["steps"] / wall,
+            "step_ms_mean": primary["step_s"] / max(1, primary["steps"]) * 1000.0,
+            "ttfa_p50_ms": float(np.median([r.ttfa_s for r in records]) * 1000.0),
+        }
+
+    profiler = cProfile.Profile()
+    result = profiler.runcall(asyncio.run, run())
+    print(json.dumps({**vars(args), **result}, indent=1))
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(args.top)
+    print(text.getvalue())
+
+
+if __name__ == "__main__":
+    main()
