@@ -221,6 +221,35 @@ def test_batches_in_flight_bounds_the_steps_handed_to_the_executor(
     run(main)
 
 
+def test_prepare_on_the_host_falls_back_to_the_engine_thread_on_an_unexpected_error(
+    tiny_model: Path, reference: Synthesizer
+) -> None:
+    """A CPU synthesizer prepares plain requests on the event loop; if that raises something other than an
+    input error the request is prepared again through the engine thread's path and still served."""
+
+    async def main() -> None:
+        synth = new_synth(tiny_model)
+        assert synth.prepares_on_host(SynthesisRequest(text="Hi."))
+        assert not synth.prepares_on_host(SynthesisRequest(text="Hi.", duration=1.0))
+        service = TTSService(synth, NO_FALLBACK)
+        await service.start()
+        real, calls = synth.condition, []
+
+        def flaky(request: SynthesisRequest) -> torch.Tensor:
+            calls.append(request.text)
+            if len(calls) == 1:
+                raise RuntimeError("injected")
+            return real(request)
+
+        synth.condition = flaky  # type: ignore[method-assign]
+        result = await service.synthesize(SynthesisRequest(text="Hi."))
+        close(result.audio, reference.synthesize("Hi.").audio)
+        assert len(calls) == 2 and service.health()["engines"]["primary"]["faults"] == 0
+        await service.stop()
+
+    run(main)
+
+
 def test_closing_a_stream_early_frees_its_slot_at_once(tiny_model: Path) -> None:
     async def main() -> None:
         synth = new_synth(tiny_model)

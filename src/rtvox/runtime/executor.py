@@ -142,7 +142,12 @@ class Executor:
         if serving.synth.prepares_on_host(request):
             # tens of microseconds of host work: here, rather than a hop to the engine thread, where it would
             # queue behind steps and cost that thread a GIL hand-over per request
-            return serving.synth.prepare(request, front)
+            try:
+                return serving.synth.prepare(request, front)
+            except InputError:
+                raise
+            except Exception:  # unexpected: the engine-thread path below retries, with its fault handling
+                logger.exception("preparing a request on the host failed; retrying on the engine thread")
         return await self._serve(lambda synth: synth.prepare(request, front))
 
     async def run(self, jobs: Sequence[ChunkJob]) -> list[AudioChunk]:
