@@ -1,8 +1,9 @@
 """How much serving the host side (event loop, scheduler, executor hand-offs, load clients) sustains when the
-engine is not the limit: the TTSService on a Synthesizer whose chunk step only sleeps for an emulated device time
-(`--step-ms` + `--row-ms` per row; sleeping releases the GIL as a CUDA sync does) and returns silent chunks of the
-length the model would make, the frontend's results precomputed. A closed-loop saturation phase under cProfile
-(the event-loop thread) → audio-s/s, the engine thread's busy share, and the loop's top functions.
+engine is not the limit: the TTSService on a Synthesizer whose chunk step does the real step's input work and
+sleeps for an emulated device time (`--step-ms` + `--row-ms` per row, in `--syncs` waits; sleeping releases the
+GIL as a CUDA sync does) and returns silent chunks of the length the model would make, the frontend's results
+precomputed. A closed-loop saturation phase under cProfile (the event-loop thread) → audio-s/s, the engine
+thread's busy share, and the loop's top functions. `--switch-interval-ms` sets sys.setswitchinterval.
 
     .venv/bin/python benchmarks/probes/service_host_probe.py --clients 1024 --seconds 10 --max-batch 64
 """
@@ -15,15 +16,17 @@ import cProfile
 import io
 import json
 import pstats
+import sys
 import time
 from collections.abc import Sequence
 
 import numpy as np
+import torch
 
 from rtvox.constants import HOP_LENGTH
 from rtvox.runtime.loadbench import _run_level, make_texts
 from rtvox.runtime.service import ServiceConfig, TTSService
-from rtvox.runtime.steps import ChunkJob, audio_chunk
+from rtvox.runtime.steps import ChunkJob, audio_chunk, encode_inputs, encode_row
 from rtvox.runtime.synthesizer import Synthesizer
 from rtvox.runtime.types import AudioChunk
 
@@ -39,6 +42,8 @@ def main() -> None:
     parser.add_argument("--batches-in-flight", type=int, default=1)
     parser.add_argument("--step-ms", type=float, default=4.0, help="emulated device time of a step")
     parser.add_argument("--row-ms", type=float, default=0.35, help="... plus this per row")
+    parser.add_argument("--syncs", type=int, default=2, help="the emulated device time split into this many waits")
+    parser.add_argument("--switch-interval-ms", type=float, default=None, help="sys.setswitchinterval (default 5)")
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
 
@@ -46,8 +51,15 @@ def main() -> None:
     texts = make_texts(512, 0)
     fronts = {t.text: synth.frontend.process(t.text) for t in texts}
 
+    if args.switch_interval_ms is not None:
+        sys.setswitchinterval(args.switch_interval_ms / 1000.0)
+
     def fake_step(jobs: Sequence[ChunkJob]) -> list[AudioChunk]:
-        time.sleep((args.step_ms + args.row_ms * len(jobs)) / 1000.0)
+        # the real step's host work (inputs of the batch) between waits that release the GIL, as syncs do
+        wait = (args.step_ms + args.row_ms * len(jobs)) / 1000.0 / args.syncs
+        for _ in range(args.syncs):
+            encode_inputs([encode_row(job) for job in jobs], torch.device("cpu"))
+            time.sleep(wait)
         out = []
         for job in jobs:
             n_ids = len(job.prepared.chunks[job.index].ids)

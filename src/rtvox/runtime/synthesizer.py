@@ -58,6 +58,7 @@ PIPELINE_BACKEND = "graphs"
 
 # Cache namespace of speaker embeddings: bump the version if the encoder or its preprocessing changes.
 SPEAKER_CACHE_NS = "speaker:ge2e-v1"
+COND_CACHE_SIZE = 1024  # host-made cond vectors kept (voices x emotions x alphas in use); cleared when full
 
 
 def resolve_device(device: str) -> torch.device:
@@ -97,6 +98,9 @@ class Synthesizer:
         # can run off the engine thread (`prepares_on_host`).
         self.cond_device = torch.device("cpu") if self.backend == PIPELINE_BACKEND else self.device
         self._emotion_rows: torch.Tensor | None = None  # the emotion table on cond_device (graphs backend)
+        # cond vectors of label requests made on the host, by (speaker embedding bytes, emotion, α): a busy server
+        # conditions thousands of requests a second on a handful of voices
+        self._cond_cache: dict[tuple[bytes, str, float], torch.Tensor] = {}
         self.dtype = parse_dtype(dtype)  # compute precision of compiled engines (eager and onnx run fp32)
         self.bundle = load_bundle(self.model_dir, device=self.device, dtype=torch.float32)
         self.vocab = Vocabulary.from_dict(self.bundle.vocab)
@@ -305,6 +309,7 @@ class Synthesizer:
         if isinstance(self.bundle, ARBundle):
             self._ar_step = ARChunkStep(self.bundle, self.device, self.vocoder_context_frames)
             return
+        self._cond_cache.clear()  # conds follow the weights as the engines are built from them
         if self.backend == PIPELINE_BACKEND:
             self._emotion_rows = None  # the table as the engines are built from it
             engines = build_engine_set(self.bundle, "eager", self.device, torch.float32)
@@ -367,6 +372,12 @@ class Synthesizer:
             embedding = np.asarray(request.speaker_embedding, dtype=np.float32)
         else:
             embedding = self.voices.get(request.voice or self.default_voice).embedding
+        key = None
+        if device.type == "cpu" and request.emotion_ref is None:
+            key = (embedding.tobytes(), request.emotion or "neutral", float(request.emotion_alpha))
+            cached = self._cond_cache.get(key)
+            if cached is not None:
+                return cached  # callers never write into a cond
         speaker = torch.from_numpy(embedding).to(device)[None]
         with torch.inference_mode():
             if request.emotion_ref is not None:
@@ -378,7 +389,12 @@ class Synthesizer:
                 else:
                     emotion = self._emotion_table_rows()[index][None]
             alpha = torch.tensor([request.emotion_alpha], device=device)
-            return fuse_condition(speaker, emotion, alpha)
+            cond = fuse_condition(speaker, emotion, alpha)
+        if key is not None:
+            if len(self._cond_cache) >= COND_CACHE_SIZE:
+                self._cond_cache.clear()
+            self._cond_cache[key] = cond
+        return cond
 
     def _emotion_table_rows(self) -> torch.Tensor:
         """Every label's emotion-table row [labels, E] on cond_device, computed once (at the engines' build)."""

@@ -94,8 +94,9 @@ class Vocabulary:
     ) -> tuple[list[int], tuple[int, ...]]:
         """(ids of the phonemes an acoustic model sees, their positions in `phonemes`): symbols in `skip`
         (a model config's skip_symbols) are left out; they take no time."""
-        positions = tuple(i for i, p in enumerate(phonemes) if p not in skip)
-        return self.encode(phonemes[i] for i in positions), positions
+        ids, unk = self._ids, self.unk_id
+        positions = [i for i, p in enumerate(phonemes) if p not in skip] if skip else range(len(phonemes))
+        return [ids.get(phonemes[i], unk) for i in positions], tuple(positions)
 
     def decode(self, ids: Iterable[int]) -> list[str]:
         out = []

@@ -212,3 +212,21 @@ def test_rows_to_host_keeps_each_rows_own_samples() -> None:
     got = rows_to_host([wav[0], wav[1, :0], wav[2, :3]])
     assert [g.tolist() for g in got] == [list(range(8)), [], [16.0, 17.0, 18.0]]
     assert all(g.dtype == np.float32 for g in got)
+
+
+def test_host_conditions_are_reused_per_voice_emotion_and_alpha(rsynth: Synthesizer) -> None:
+    """Label requests conditioned on the host share one cond per (speaker, emotion, α); it is the freshly computed
+    value, any change of those makes another, and a rebuild of the engines starts afresh."""
+    plain = SynthesisRequest(text="Hi.")
+    cond = rsynth.condition(plain)
+    assert rsynth.condition(SynthesisRequest(text="Other words.")) is cond
+    rsynth._cond_cache.clear()
+    torch.testing.assert_close(rsynth.condition(plain), cond, rtol=0, atol=0)
+    for other in (
+        SynthesisRequest(text="Hi.", emotion="sad"),
+        SynthesisRequest(text="Hi.", emotion_alpha=0.5),
+        SynthesisRequest(text="Hi.", voice=rsynth.voices.builtin_names[-1]),
+    ):
+        assert not torch.equal(rsynth.condition(other), cond)
+    rsynth.build_engines()
+    assert rsynth.condition(plain) is not cond
