@@ -30,6 +30,10 @@ DI_NOUN_AFTER = frozenset("片块个的这那此该本各外当土草田耕扫�
 HUAN_OBJECTS = _words("钱 书 债 款 账 给 回 清 贷款 欠款 房贷 车贷 借款 东西 信用卡 人情")
 TIAO_BEFORE = frozenset("高低大小好亮暗快慢匀")  # 调 tiáo "adjust" before a result: 调高, 调好
 MEASURE_ZHI_AFTER = NUMERALS | frozenset("几半每这那哪某")
+# 长 outside pypinyin's phrases (alone, or in a word like 很长 or 多长时间) defaults to zhǎng there; it is the
+# adjective cháng ("long") unless a growth complement follows (长高, 长出, 头发长了) with no degree word before it.
+CHANG_DEGREE = _words("很 太 真 好 多 更 最 挺 够 较 不 特别 非常 比较 有点 这么 那么 越来越 相当 极 超")
+ZHANG_GROW_NEXT = frozenset("大高胖壮得出成满起着了")
 # One-syllable verbs whose reduplication (看看, 说说) has a neutral second syllable.
 REDUPLICATED_VERBS = frozenset("看想试说走听聊问尝读写玩找摸坐动转逛洗擦算学练跑跳笑谈讲查改猜闻敲拍揉捏抱亲劝帮瞧歇")
 # Words ending in 儿 where 儿 is a full syllable (ér), not erhua.
@@ -97,6 +101,24 @@ def apply_context_rules(run: ZhRun) -> None:
         if word.endswith("只") and last > 0 and run.chars[last - 1] in MEASURE_ZHI_AFTER:
             run.set(last, "zhi1")  # the measure word: 两只, 这只猫
     _reduplicated_verbs(run)
+    _chang(run)
+
+
+def _chang(run: ZhRun) -> None:
+    chars = run.chars
+    for i, ch in enumerate(chars):
+        if ch != "长" or run.syllables[i] != "zhang3":
+            continue
+        w = run.word_of[i]
+        word, start = run.words[w], run.word_start[w]
+        at = i - start
+        spans = (word[a:b] for a in range(at + 1) for b in range(at + 1, len(word) + 1) if b - a > 1)
+        if any(span in PHRASES_DICT for span in spans):
+            continue  # read by one of pypinyin's phrases (校长, 家长会, 长大)
+        before = word[:at] or (run.words[w - 1] if w > 0 else "")
+        degree = before in CHANG_DEGREE or before[-1:] in CHANG_DEGREE
+        if degree or chars[i + 1 : i + 2] not in ZHANG_GROW_NEXT or i + 1 == len(chars):
+            run.set(i, "chang2")
 
 
 def _adverbial_di(word: str, prev: str, nxt: str) -> bool:
