@@ -195,20 +195,21 @@ def run_pipeline_step(
         except ProfileExceededError:
             out.extend(run_chunk_step(engines, group, device, context_frames=context_frames))
             continue
-        samples = rows_to_host(wavs)
-        per_id = durations.cpu()
+        samples, per_id = rows_to_host(wavs, durations)
         for row, job in enumerate(group):
             n_ids = len(job.prepared.chunks[job.index].ids)
             out.append(audio_chunk(job, samples[row], per_id[row, :n_ids].tolist()))
     return out
 
 
-def rows_to_host(rows: Sequence[torch.Tensor]) -> list[np.ndarray]:
-    """Each row's samples (1-D device tensors, e.g. views of padded program outputs) as a host array each, packed
-    on the device and copied in one piece: only the audio leaves the device, with one transfer and one sync."""
-    flat = torch.cat(list(rows)).cpu().numpy()
+def rows_to_host(rows: Sequence[torch.Tensor], durations: torch.Tensor) -> tuple[list[np.ndarray], np.ndarray]:
+    """Each row's samples (1-D float device tensors) as a host array each, and the step's durations [B, N] as an
+    int64 array, packed on the device and copied in one piece: only the audio and the durations leave the device,
+    with one transfer and one sync (durations travel as float32: exact, being frame counts far below 2**24)."""
+    flat = torch.cat([*rows, durations.flatten().float()]).cpu().numpy()
     bounds = np.cumsum([0, *(r.shape[0] for r in rows)])
-    return [flat[a:b] for a, b in itertools.pairwise(bounds)]
+    frames = flat[bounds[-1] :].astype(np.int64).reshape(durations.shape)
+    return [flat[a:b] for a, b in itertools.pairwise(bounds)], frames
 
 
 def audio_chunk(job: ChunkJob, wav: np.ndarray, frames_per_id: Sequence[int]) -> AudioChunk:

@@ -209,9 +209,11 @@ def test_rows_to_host_keeps_each_rows_own_samples() -> None:
     from rtvox.runtime.steps import rows_to_host
 
     wav = torch.arange(24, dtype=torch.float32).reshape(3, 8)
-    got = rows_to_host([wav[0], wav[1, :0], wav[2, :3]])
+    durations = torch.tensor([[3, 0, 4095], [1, 2, 0], [7, 7, 7]])
+    got, frames = rows_to_host([wav[0], wav[1, :0], wav[2, :3]], durations)
     assert [g.tolist() for g in got] == [list(range(8)), [], [16.0, 17.0, 18.0]]
     assert all(g.dtype == np.float32 for g in got)
+    assert frames.dtype == np.int64 and frames.tolist() == durations.tolist()
 
 
 def test_host_conditions_are_reused_per_voice_emotion_and_alpha(rsynth: Synthesizer) -> None:
