@@ -30,10 +30,19 @@ DI_NOUN_AFTER = frozenset("片块个的这那此该本各外当土草田耕扫�
 HUAN_OBJECTS = _words("钱 书 债 款 账 给 回 清 贷款 欠款 房贷 车贷 借款 东西 信用卡 人情")
 TIAO_BEFORE = frozenset("高低大小好亮暗快慢匀")  # 调 tiáo "adjust" before a result: 调高, 调好
 MEASURE_ZHI_AFTER = NUMERALS | frozenset("几半每这那哪某")
-# 长 outside pypinyin's phrases (alone, or in a word like 很长 or 多长时间) defaults to zhǎng there; it is the
-# adjective cháng ("long") unless a growth complement follows (长高, 长出, 头发长了) with no degree word before it.
+# 长 outside pypinyin's phrases (alone, or in a word like 很长 or 多长时间) defaults to zhǎng there. It is the
+# adjective cháng ("long") after a degree word (很长, 太长了) and before most words (长鼻子, 全长); it stays zhǎng
+# ("grow", "head of") before a growth complement (长高, 长到, 头发长了), after a modal or 着 (容易长, 歪着长) and
+# after an organization in a title (营长, 楼长, 检察长).
 CHANG_DEGREE = _words("很 太 真 好 多 更 最 挺 够 较 不 特别 非常 比较 有点 这么 那么 越来越 相当 极 超")
-ZHANG_GROW_NEXT = frozenset("大高胖壮得出成满起着了")
+ZHANG_GROW_NEXT = frozenset("大高胖壮得出成满起着了到肉个")
+ZHANG_VERB_AFTER = _words("容易 会 能 要 开始 正在 在 没 别 还在 着 继续 一直")  # 容易长褥疮, 歪着长: grow
+# X长 "head of X" where pypinyin has no phrase: 营长, 楼长, 检察长
+ZHANG_TITLE_AFTER = frozenset("营连排班组部局处科厅省市县镇村乡区校院所站楼队团师军社厂店馆察船舰州署司庭")
+SHU_COUNT_NEXT = frozenset("了过着一到完清不得数")  # 数 shǔ "count" as a verb: 数了三遍, 数一数, 数不清
+SHU_COUNT_AFTER = _words("我 你 他 她 我们 你们 他们 大家 再 先 又 来 去 慢慢 仔细 重新 一起")
+ZHONG_HIT_AFTER = frozenset("考打射猜选击命")  # 中 zhòng "hit, attain": 考中了, 打中
+JIAO_SLEEP_AFTER = NUMERALS | frozenset("个睡午这那")  # 觉 jiào "a sleep": 睡了一觉, 午觉
 # One-syllable verbs whose reduplication (看看, 说说) has a neutral second syllable.
 REDUPLICATED_VERBS = frozenset("看想试说走听聊问尝读写玩找摸坐动转逛洗擦算学练跑跳笑谈讲查改猜闻敲拍揉捏抱亲劝帮瞧歇")
 # Words ending in 儿 where 儿 is a full syllable (ér), not erhua.
@@ -78,7 +87,8 @@ class ZhRun:
 
 
 def apply_context_rules(run: ZhRun) -> None:
-    """Polyphones that jieba + pypinyin leave to context: 得 děi/de, 地 de/dì, 还 huán, 只 zhī, AA verbs."""
+    """Polyphones that jieba + pypinyin leave to context: 得 děi/de, 地 de/dì, 还 huán, 只 zhī, 调 tiáo, 数 shǔ,
+    教 jiāo, 觉 jiào, 中 zhòng, 长 cháng, AA verbs."""
     words = run.words
     for w, word in enumerate(words):
         start = run.word_start[w]
@@ -97,6 +107,14 @@ def apply_context_rules(run: ZhRun) -> None:
             run.set(start, "huan2")
         if word == "调" and nxt[:1] in TIAO_BEFORE:
             run.set(start, "tiao2")  # adjust: 调高, 调好
+        if word == "数" and (nxt[:1] in SHU_COUNT_NEXT or prev in SHU_COUNT_AFTER):
+            run.set(start, "shu3")  # count: 数了三遍
+        if word == "教" and nxt:
+            run.set(start, "jiao1")  # teach, alone before its object: 教我们唱歌 (教育, 请教: phrases)
+        if word == "觉" and prev[-1:] in JIAO_SLEEP_AFTER:
+            run.set(start, "jiao4")  # a sleep: 睡了一觉
+        if word == "中" and prev[-1:] in ZHONG_HIT_AFTER:
+            run.set(start, "zhong4")  # hit: 考中了
         last = start + len(word) - 1
         if word.endswith("只") and last > 0 and run.chars[last - 1] in MEASURE_ZHI_AFTER:
             run.set(last, "zhi1")  # the measure word: 两只, 这只猫
@@ -116,9 +134,14 @@ def _chang(run: ZhRun) -> None:
         if any(span in PHRASES_DICT for span in spans):
             continue  # read by one of pypinyin's phrases (校长, 家长会, 长大)
         before = word[:at] or (run.words[w - 1] if w > 0 else "")
-        degree = before in CHANG_DEGREE or before[-1:] in CHANG_DEGREE
-        if degree or chars[i + 1 : i + 2] not in ZHANG_GROW_NEXT or i + 1 == len(chars):
-            run.set(i, "chang2")
+        if before in CHANG_DEGREE or before[-1:] in CHANG_DEGREE:
+            run.set(i, "chang2")  # 很长, 太长了, 最长
+        elif before[-1:] in ZHANG_TITLE_AFTER:
+            continue  # 营长, 楼长
+        elif before in ZHANG_VERB_AFTER or before[-1:] == "着":
+            continue  # 容易长褥疮, 歪着长
+        elif chars[i + 1 : i + 2] not in ZHANG_GROW_NEXT:
+            run.set(i, "chang2")  # 长鼻子, 又长又绕, 全长, 扁长
 
 
 def _adverbial_di(word: str, prev: str, nxt: str) -> bool:
