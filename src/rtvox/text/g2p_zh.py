@@ -18,7 +18,7 @@ from importlib import resources
 from typing import Any, cast
 
 from rtvox.text.pinyin import ERHUA, ZH_TAG, normalize_syllable, syllable_phones
-from rtvox.text.zh_rules import ZhRun, apply_context_rules, apply_yi_bu_sandhi, mark_erhua
+from rtvox.text.zh_rules import ZhRun, apply_context_rules, apply_yi_bu_sandhi, mark_erhua, phrase_pieces
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,9 @@ def word_pinyin(word: str) -> tuple[str | None, ...]:
     def unknown(chars: str) -> list[str]:
         return ["?"] * len(chars)
 
-    readings = lazy_pinyin([word], style=Style.TONE3, neutral_tone_with_five=True, errors=cast(Any, unknown))
+    readings = lazy_pinyin(
+        list(phrase_pieces(word)), style=Style.TONE3, neutral_tone_with_five=True, errors=cast(Any, unknown)
+    )
     assert len(readings) == len(word), "pypinyin returned a reading per character"
     return tuple(normalize_syllable(r) if r != "?" else None for r in readings)
 

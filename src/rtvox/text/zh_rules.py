@@ -9,6 +9,7 @@ otherwise; third-tone sandhi is left to the acoustic model, which sees the tones
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from pypinyin.constants import PHRASES_DICT
 
@@ -120,19 +121,79 @@ def apply_context_rules(run: ZhRun) -> None:
             run.set(last, "zhi1")  # the measure word: 两只, 这只猫
     _reduplicated_verbs(run)
     _chang(run)
+    _verb_readings(run)
+
+
+@lru_cache(maxsize=1 << 16)
+def phrase_pieces(word: str) -> tuple[str, ...]:
+    """A jieba word split into pypinyin's phrases, so each piece reads as a phrase (pypinyin reads a word it has no
+    entry for character by character: 别着急 → zhe, 缝衣服 → fèng). The word itself if pypinyin knows it;
+    else the maximum-matching split (backward and forward: the one with fewer pieces, backward on a tie)."""
+    if len(word) < 3 or word in PHRASES_DICT:
+        return (word,)
+
+    def split(backward: bool) -> list[str]:
+        pieces: list[str] = []
+        rest = word
+        while rest:
+            for n in range(min(len(rest), _MAX_PIECE), 0, -1):
+                piece = rest[-n:] if backward else rest[:n]
+                if n == 1 or piece in PHRASES_DICT:
+                    pieces.append(piece)
+                    rest = rest[:-n] if backward else rest[n:]
+                    break
+        return pieces[::-1] if backward else pieces
+
+    back, forward = split(True), split(False)
+    return tuple(forward if len(forward) < len(back) else back)
+
+
+_MAX_PIECE = 6  # longest phrase piece tried (pypinyin's phrases inside jieba words are short)
+
+
+def _in_phrase(run: ZhRun, i: int) -> bool:
+    """Whether character i's reading came from one of pypinyin's phrases (its piece of its jieba word)."""
+    w = run.word_of[i]
+    at = i - run.word_start[w]
+    for piece in phrase_pieces(run.words[w]):
+        if at < len(piece):
+            return len(piece) > 1 and piece in PHRASES_DICT
+        at -= len(piece)
+    return False
+
+
+# Characters pypinyin reads by their first reading when no phrase holds them, with the reading the next (or, for
+# 相, the previous) character calls for: (character, context characters, reading, which side).
+VERB_READINGS = (
+    ("削", None, "xiao1", ""),  # 削苹果 (削弱, 剥削: phrases)
+    ("背", "着起走上", "bei1", "next"),  # 背着书包
+    ("盛", "一饭汤碗点满些了", "cheng2", "next"),  # 盛一碗饭
+    ("冲", "着", "chong4", "next"),  # 冲着我笑
+    ("卡", "住在", "qia3", "next"),  # 卡住了
+    ("缝", "衣上好补了一", "feng2", "next"),  # 缝衣服
+    ("相", "张个", "xiang4", "prev"),  # 照张相
+)
+
+
+def _verb_readings(run: ZhRun) -> None:
+    chars = run.chars
+    for i, ch in enumerate(chars):
+        for char, context, reading, side in VERB_READINGS:
+            if ch != char or _in_phrase(run, i):
+                continue
+            near = chars[i + 1 : i + 2] if side == "next" else chars[i - 1 : i] if i else ""
+            if context is None or (near and near in context):
+                run.set(i, reading)
 
 
 def _chang(run: ZhRun) -> None:
     chars = run.chars
     for i, ch in enumerate(chars):
-        if ch != "长" or run.syllables[i] != "zhang3":
-            continue
+        if ch != "长" or run.syllables[i] != "zhang3" or _in_phrase(run, i):
+            continue  # read by one of pypinyin's phrases (校长, 家长会, 长大)
         w = run.word_of[i]
         word, start = run.words[w], run.word_start[w]
         at = i - start
-        spans = (word[a:b] for a in range(at + 1) for b in range(at + 1, len(word) + 1) if b - a > 1)
-        if any(span in PHRASES_DICT for span in spans):
-            continue  # read by one of pypinyin's phrases (校长, 家长会, 长大)
         before = word[:at] or (run.words[w - 1] if w > 0 else "")
         if before in CHANG_DEGREE or before[-1:] in CHANG_DEGREE:
             run.set(i, "chang2")  # 很长, 太长了, 最长
