@@ -67,6 +67,8 @@ ENTITY = re.compile(
             r"(?P<mdy>(?<!\d)(?P<um>0?[1-9]|1[0-2])/(?P<ud>[12]\d|3[01]|0?[1-9])/(?P<uy>\d{4})(?!\d))",
             rf"(?P<mdate>\b(?P<mon>{_MONTHS})\.?\s(?P<mday>[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?(?![\d:A-Za-z]))",
             r"(?P<dotted>(?<![\d.])\d+(?:\.\d+){2,}(?![\d.]))",
+            r"(?P<trng>(?<![\d:.])(?P<t1h>[01]?\d|2[0-4]):(?P<t1m>[0-5]\d)"
+            rf"(?:{_RANGE_SEP}|\s-\s)(?P<t2h>[01]?\d|2[0-4]):(?P<t2m>[0-5]\d)(?![\d:]))",
             rf"(?P<time>(?<![\d:.])(?P<th>[01]?\d|2[0-4]):(?P<tm>[0-5]\d)(?::(?P<ts>[0-5]\d))?(?![\d:])"
             rf"(?:\s?(?P<tap>{_AMPM}))?)",
             r"(?P<ratio>(?<![\d:.])(?P<ra1>\d+):(?P<ra2>\d+)(?![\d:]))",
@@ -145,6 +147,9 @@ class Normalizer:
             return ("点" if is_zh else " point ").join(zh.cardinal(p) if is_zh else en.cardinal(p) for p in parts)
         if kind == "time":
             return _time(g("th"), g("tm"), g("ts"), g("tap"), is_zh)
+        if kind == "trng":  # 10:00-22:00: a span of clock times
+            start, end = _time(g("t1h"), g("t1m"), None, None, is_zh), _time(g("t2h"), g("t2m"), None, None, is_zh)
+            return f"{start}到{end}" if is_zh else f"{start} to {end}"
         if kind == "ratio":
             a, b = g("ra1"), g("ra2")
             return zh.ratio(a, b) if is_zh else f"{en.number(a)} to {en.number(b)}"

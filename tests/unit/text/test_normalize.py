@@ -39,6 +39,8 @@ ZH_CASES = [
     ("10:05开会", "十点零五分开会"),
     ("下午2:00见", "下午两点见"),
     ("10:30:15出发", "十点三十分十五秒出发"),
+    ("营业时间10:00-22:00", "营业时间十点到二十二点"),
+    ("会议9:00~11:30举行", "会议九点到十一点三十分举行"),
     # phone numbers: digit by digit, 1 read 幺
     ("我的电话是13812345678", "我的电话是幺三八幺二三四五六七八"),
     ("拨打010-12345678", "拨打零幺零 幺二三四五六七八"),
@@ -108,6 +110,7 @@ EN_CASES = [
     ("about 60 mph", "about sixty miles per hour"),
     ("It is 25°C today", "It is twenty-five degrees Celsius today"),
     ("use 2.5 cm", "use two point five centimeters"),
+    ("open 9:30 - 11:00 daily", "open nine thirty to eleven o'clock daily"),
     ("a 50% discount", "a fifty percent discount"),
     ("It takes 3-5 days", "It takes three to five days"),
     ("add 1/2 cup", "add one half cup"),
