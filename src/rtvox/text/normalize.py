@@ -169,6 +169,8 @@ class Normalizer:
             symbol = CURRENCY_WORDS_EN[g("mew")]
             return _money_value(g("mev"), None, symbol, None, is_zh)
         if kind == "rng":
+            if re.fullmatch(r"\d{3}-0\d{3}", g(0)):
+                return _phone(g(0), is_zh)  # 555-0123: a local phone number, not a range
             return _range(m, is_zh)
         if kind == "frac":
             return zh.fraction(g("fn"), g("fd")) if is_zh else en.fraction(g("fn"), g("fd"))

@@ -111,6 +111,8 @@ EN_CASES = [
     ("It is 25°C today", "It is twenty-five degrees Celsius today"),
     ("use 2.5 cm", "use two point five centimeters"),
     ("open 9:30 - 11:00 daily", "open nine thirty to eleven o'clock daily"),
+    ("call 555-0123 now", "call five five five, zero one two three now"),
+    ("between 100-1000 people", "between one hundred to one thousand people"),
     ("a 50% discount", "a fifty percent discount"),
     ("It takes 3-5 days", "It takes three to five days"),
     ("add 1/2 cup", "add one half cup"),
