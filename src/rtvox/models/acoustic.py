@@ -41,7 +41,13 @@ from rtvox.models.layers import (
     config_to_dict,
     masked_fill_zero,
 )
-from rtvox.models.variance import VarianceAdaptor, length_regulate, total_frames
+from rtvox.models.variance import (
+    FRAME_POSITION_FEATURES,
+    VarianceAdaptor,
+    frame_positions,
+    length_regulate,
+    total_frames,
+)
 
 # Mel frames past a sequence's end hold the log-mel of silence (log of rtvox.audio.mel.LOG_MEL_FLOOR, 1e-5;
 # mirrored rather than imported so the model does not pull in the audio codecs; a test keeps the two equal).
@@ -71,6 +77,9 @@ class AcousticConfig:
     dropout: float = 0.1
     cond_dim: int = SPEAKER_EMBED_DIM + 128  # speaker ⊕ emotion; must match the emotion config
     n_mels: int = N_MELS
+    # add each frame's position inside its phoneme (variance.frame_positions, through a linear layer that starts
+    # at zero, so a model trained without it loads and runs unchanged) to the length-regulated frames
+    frame_position: bool = False
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         # ~0.2M parameters: unit tests and CI.
@@ -183,6 +192,11 @@ class AcousticModel(nn.Module):
         dec_kernels = cfg.decoder_ff_kernels or cfg.ff_kernels
         self.decoder = FFTStack(cfg.decoder_layers, cfg.dim, cfg.n_heads, cfg.ff_dim, dec_kernels, cfg.dropout)
         self.mel_out = nn.Linear(cfg.dim, cfg.n_mels)
+        self.frame_pos: nn.Linear | None = None
+        if cfg.frame_position:
+            self.frame_pos = nn.Linear(FRAME_POSITION_FEATURES, cfg.dim)
+            nn.init.zeros_(self.frame_pos.weight)
+            nn.init.zeros_(self.frame_pos.bias)
         self.postnet = (
             Postnet(cfg.n_mels, cfg.postnet_channels, cfg.postnet_layers, cfg.postnet_kernel, cfg.dropout)
             if cfg.postnet_layers > 0
@@ -194,6 +208,14 @@ class AcousticModel(nn.Module):
         # phonemes: Long[B, N], mask: Bool[B, N], cond: [B, C] -> [B, N, D], 0 at padding
         x = self.encoder(self.embed(phonemes), mask, cond)
         return masked_fill_zero(x + self.cond_proj(cond)[:, None, :], mask)
+
+    def _regulate(self, hidden: Tensor, durations: Tensor, n_frames: int) -> tuple[Tensor, Tensor]:
+        """length_regulate (+ the frame-position term when configured) -> (frames [B, T, D], frame_mask)."""
+        frames, frame_mask, _ = length_regulate(hidden, durations, n_frames)
+        if self.frame_pos is not None:
+            position = self.frame_pos(frame_positions(durations, n_frames).to(frames.dtype))
+            frames = masked_fill_zero(frames + position, frame_mask)
+        return frames, frame_mask
 
     def _decode_frames(self, frames: Tensor, frame_mask: Tensor) -> tuple[Tensor, Tensor]:
         # frames: [B, T, D], frame_mask: Bool[B, T] -> (mel before postnet, mel after) each [B, n_mels, T]
@@ -237,7 +259,7 @@ class AcousticModel(nn.Module):
         rows longer than it are cut).
         """
         n_frames = total_frames(durations) if max_frames is None else max_frames
-        frames, frame_mask, _ = length_regulate(hidden, durations, n_frames)
+        frames, frame_mask = self._regulate(hidden, durations, n_frames)
         return self._decode_frames(frames, frame_mask)[1]
 
     def decode_masked(self, hidden: Tensor, durations: Tensor, frame_mask: Tensor) -> Tensor:
@@ -247,7 +269,7 @@ class AcousticModel(nn.Module):
         What compiled engines should run: no host read, and T is an input dimension (a plain dynamic dim for
         torch.export / AOTInductor / ONNX / TensorRT profiles, or a CUDA-graph bucket).
         """
-        frames, regulated_mask, _ = length_regulate(hidden, durations, frame_mask.shape[1])
+        frames, regulated_mask = self._regulate(hidden, durations, frame_mask.shape[1])
         frame_mask = frame_mask & regulated_mask
         return self._decode_frames(masked_fill_zero(frames, frame_mask), frame_mask)[1]
 
@@ -284,7 +306,7 @@ class AcousticModel(nn.Module):
         Long[B, N] (0 at padding, row sums = mel lengths), teacher pitch [B, N] and energy [B, N]."""
         x = self._encode_text(phonemes, phoneme_mask, cond)
         x, log_dur, pitch_pred, energy_pred = self.variance.forward_train(x, phoneme_mask, pitch, energy)
-        frames, frame_mask, _ = length_regulate(x, durations, total_frames(durations))
+        frames, frame_mask = self._regulate(x, durations, total_frames(durations))
         mel, mel_post = self._decode_frames(frames, frame_mask)
         return AcousticTrainOutput(mel, mel_post, frame_mask, log_dur, pitch_pred, energy_pred, phoneme_mask)
 

@@ -31,6 +31,7 @@ instead of a sort: deterministic on every backend and made of ops every exporter
 
 from __future__ import annotations
 
+import math
 from typing import cast
 
 import torch
@@ -209,6 +210,29 @@ def total_frames(durations: Tensor) -> int:
     torch._check(n >= 1)
     torch._check(n <= MAX_FRAMES)  # no message: torch.compile cannot trace a closure here
     return n
+
+
+FRAME_POSITION_FEATURES = 5  # see frame_positions
+
+
+def frame_positions(durations: Tensor, n_frames: int) -> Tensor:
+    """Where each frame sits inside its phoneme: durations Long[B, N] -> [B, n_frames, 5] = (progress p in
+    [0, 1), p², sin πp, cos πp, the phoneme's length / 32 frames); 0 past each row's end.
+
+    The length regulator repeats one vector per phoneme, so without this the decoder can tell the frames of a
+    syllable apart only from its edges; a Mandarin tone is a contour across them (rtvox.models.acoustic,
+    config `frame_position`).
+    """
+    ends = torch.cumsum(durations, dim=1)  # [B, N]
+    t = torch.arange(n_frames, device=durations.device)  # [T]
+    index = (t[None, :, None] >= ends[:, None, :]).sum(-1).clamp_max(durations.shape[1] - 1)  # [B, T]
+    length = torch.gather(durations, 1, index).clamp_min(1).float()  # [B, T]
+    start = torch.gather(ends, 1, index).float() - length
+    p = ((t[None, :].float() - start) / length).clamp(0.0, 1.0)
+    angle = p * math.pi
+    features = torch.stack([p, p * p, torch.sin(angle), torch.cos(angle), length / 32.0], dim=-1)
+    inside = (t[None, :] < ends[:, -1:])[..., None]
+    return features * inside.to(features.dtype)
 
 
 def length_regulate(hidden: Tensor, durations: Tensor, n_frames: int) -> tuple[Tensor, Tensor, Tensor]:

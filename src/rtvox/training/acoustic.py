@@ -76,6 +76,9 @@ class AcousticRun:
     prosody_norm: str = "speaker"
     # acoustic model dropout; None keeps the preset's
     dropout: float | None = None
+    # AcousticConfig.frame_position: each frame's place inside its phoneme fed to the decoder (its layer starts
+    # at zero, so an --init snapshot trained without it loads)
+    frame_position: bool = False
     seed: int = 0
     device: str = "cuda"
     log_every: int = 100
@@ -88,11 +91,16 @@ def _lr(step: int, run: AcousticRun) -> float:
 
 
 def run_config(run: AcousticRun, vocab_size: int) -> ModelConfig:
-    """The preset's model config with the run's overrides (dropout)."""
+    """The preset's model config with the run's overrides (dropout, frame position)."""
     config = ModelConfig.preset(run.preset, vocab_size=vocab_size, name="rtvox-base")
+    acoustic = dataclasses.replace(config.acoustic, frame_position=run.frame_position)
     if run.dropout is not None:
-        config = dataclasses.replace(config, acoustic=dataclasses.replace(config.acoustic, dropout=run.dropout))
-    return config
+        acoustic = dataclasses.replace(acoustic, dropout=run.dropout)
+    return dataclasses.replace(config, acoustic=acoustic)
+
+
+# Layers a snapshot may lack because the run adds them (they start as initialized: zero, so the model is unchanged)
+NEW_LAYERS = frozenset({"acoustic.frame_pos."})
 
 
 def build_modules(config: ModelConfig, vocab_size: int) -> dict[str, torch.nn.Module]:
@@ -223,10 +231,15 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
     stats = None
     if run.prosody_norm == "speaker":
         stats = torch.from_numpy(speaker_prosody_stats(data)).to(device)
-    identity = {"preset": run.preset, "skip_symbols": list(run.skip_symbols), "prosody_norm": run.prosody_norm}
+    identity = {
+        "preset": run.preset,
+        "skip_symbols": list(run.skip_symbols),
+        "prosody_norm": run.prosody_norm,
+        "frame_position": run.frame_position,
+    }
     progress: dict[str, Any] = {"step": 0, "seconds": 0.0, **identity}
     if run.init is not None:
-        progress.update(load_snapshot(run.init, modules))
+        progress.update(load_snapshot(run.init, modules, new_layers=NEW_LAYERS))
     for m in modules.values():
         m.to(device).train()
     params = [p for m in modules.values() for p in m.parameters()]

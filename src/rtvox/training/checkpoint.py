@@ -97,17 +97,24 @@ def save_snapshot(directory: Path, modules: dict[str, nn.Module], progress: dict
 
 
 def load_snapshot(
-    directory: Path, modules: dict[str, nn.Module], optional: frozenset[str] = frozenset()
+    directory: Path,
+    modules: dict[str, nn.Module],
+    optional: frozenset[str] = frozenset(),
+    new_layers: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Load the snapshot's weights (fp16 -> fp32) into `modules` (strict); returns progress.json. Modules named in
     `optional` keep their fresh weights when the snapshot has no file for them (a vocoder snapshot shipped without
-    its discriminator)."""
+    its discriminator). Parameters whose "module.name" starts with one of `new_layers` may be missing from the
+    snapshot (a layer the run adds) and keep their fresh values; anything else missing or unexpected raises."""
     for name, module in modules.items():
         single, shards = directory / f"{name}.safetensors", directory.glob(f"{name}-*-of-*.safetensors")
         if name in optional and not single.is_file() and not any(shards):
             continue
         state = load_weights(directory, name, torch.device("cpu"), torch.float32)
-        module.load_state_dict(state, strict=True)
+        missing, unexpected = module.load_state_dict(state, strict=False)
+        missing = [k for k in missing if not any(f"{name}.{k}".startswith(p) for p in new_layers)]
+        if missing or unexpected:
+            raise RuntimeError(f"snapshot {directory} does not fit {name}: missing {missing}, unexpected {unexpected}")
     path = directory / PROGRESS_NAME
     progress: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     return progress

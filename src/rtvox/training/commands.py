@@ -50,6 +50,13 @@ def acoustic(
     dropout: Annotated[
         float | None, typer.Option("--dropout", help="acoustic model dropout (default: the preset's)")
     ] = None,
+    frame_position: Annotated[
+        bool,
+        typer.Option(
+            "--frame-position/--no-frame-position",
+            help="feed the decoder each frame's place inside its phoneme (tone contours); a new zero-start layer",
+        ),
+    ] = False,
     device: DeviceOpt = "cuda",
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
@@ -81,6 +88,7 @@ def acoustic(
             flat_start=flat_start,
             prosody_norm=prosody_norm,
             dropout=dropout,
+            frame_position=frame_position,
             device=device,
             seed=seed,
         )

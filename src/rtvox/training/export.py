@@ -73,6 +73,7 @@ def export_bundle(
     config = ModelConfig.preset(progress.get("preset", "small"), vocab_size=len(vocab), name=name, version=version)
     config = dataclasses.replace(
         config,
+        acoustic=dataclasses.replace(config.acoustic, frame_position=bool(progress.get("frame_position", False))),
         vocoder=vocoder_preset(voc_progress.get("preset", "vocos-small")),
         skip_symbols=tuple(progress.get("skip_symbols", ())),
     )

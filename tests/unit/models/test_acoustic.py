@@ -127,3 +127,37 @@ def test_config_round_trip_and_presets() -> None:
         base = count_parameters(AcousticModel(AcousticConfig.preset("base", vocab_size=200)))
     assert tiny < 1_000_000
     assert 15_000_000 <= base <= 25_000_000
+
+
+def test_frame_positions_place_each_frame_inside_its_phoneme() -> None:
+    from rtvox.models.variance import frame_positions
+
+    got = frame_positions(torch.tensor([[2, 3, 0]]), 6)[0]
+    progress = [0.0, 0.5, 0.0, 1 / 3, 2 / 3]
+    torch.testing.assert_close(got[:5, 0], torch.tensor(progress))
+    torch.testing.assert_close(got[:5, 1], torch.tensor(progress) ** 2)
+    torch.testing.assert_close(got[:5, 2], torch.sin(torch.tensor(progress) * math.pi))
+    torch.testing.assert_close(got[:5, 4], torch.tensor([2, 2, 3, 3, 3]) / 32.0)
+    assert not got[5].any()  # past the row's end
+
+
+def test_frame_position_layer_starts_as_a_no_op_and_then_shapes_frames(acoustic: AcousticModel) -> None:
+    """A frame-position model given another model's weights (its new layer at zero) decodes exactly as that
+    model, in every decode path; once the layer learns something, the mel changes."""
+    cfg = AcousticConfig(**{**acoustic.config.to_dict(), "frame_position": True})
+    positioned = AcousticModel(cfg).eval()
+    missing, unexpected = positioned.load_state_dict(acoustic.state_dict(), strict=False)
+    assert set(missing) == {"frame_pos.weight", "frame_pos.bias"} and not unexpected
+    request = make_request([7, 4, 1])
+    with torch.no_grad():
+        hidden, durations = acoustic.encode(*request)
+        frame_mask = torch.arange(64)[None, :] < durations.sum(1)[:, None]
+        torch.testing.assert_close(acoustic.decode(hidden, durations), positioned.decode(hidden, durations))
+        torch.testing.assert_close(
+            acoustic.decode_masked(hidden, durations, frame_mask),
+            positioned.decode_masked(hidden, durations, frame_mask),
+        )
+        assert positioned.frame_pos is not None
+        torch.nn.init.normal_(positioned.frame_pos.weight)
+        assert not torch.allclose(acoustic.decode(hidden, durations), positioned.decode(hidden, durations))
+    assert AcousticConfig.from_dict(cfg.to_dict()).frame_position

@@ -92,3 +92,28 @@ def test_onnx_export_of_the_vocoder(tmp_path: Path) -> None:
         dynamo=True,
     )
     assert (tmp_path / "vocoder.onnx").stat().st_size > 0
+
+
+def test_export_decode_with_the_frame_position_layer(acoustic: AcousticModel) -> None:
+    """The frame-position term (a trained layer made non-zero here) stays export-clean over dynamic frames."""
+    from rtvox.models.acoustic import AcousticConfig
+
+    model = AcousticModel(AcousticConfig(**{**acoustic.config.to_dict(), "frame_position": True})).eval()
+    model.load_state_dict(acoustic.state_dict(), strict=False)
+    assert model.frame_pos is not None
+    torch.nn.init.normal_(model.frame_pos.weight, std=0.1)
+    hidden, durations = model.encode(*make_request([9, 5], targets=[0, 30]))
+    bn = {0: BATCH, 1: PHONEMES}
+    frame_mask = torch.arange(64)[None] < durations.sum(1, keepdim=True)
+    decoder = export(
+        AcousticDecodeStep(model),
+        (hidden, durations, frame_mask),
+        dynamic_shapes=(bn, bn, {0: BATCH, 1: FRAMES}),
+        strict=False,
+    )
+    with torch.no_grad():
+        hidden, durations = model.encode(*make_request([17, 3, 11], seed=4, targets=[0, 0, 80]))
+        reference = model.decode(hidden, durations)
+        mask = torch.arange(reference.shape[2] + 5)[None] < durations.sum(1, keepdim=True)
+        mel = decoder.module()(hidden, durations, mask)
+    torch.testing.assert_close(mel[:, :, : reference.shape[2]], reference, rtol=0, atol=1e-5)
