@@ -162,28 +162,29 @@ def _in_phrase(run: ZhRun, i: int) -> bool:
     return False
 
 
-# Characters pypinyin reads by their first reading when no phrase holds them, with the reading the next (or, for
-# 相, the previous) character calls for: (character, context characters, reading, which side).
-VERB_READINGS = (
-    ("削", None, "xiao1", ""),  # 削苹果 (削弱, 剥削: phrases)
-    ("背", "着起走上", "bei1", "next"),  # 背着书包
-    ("盛", "一饭汤碗点满些了", "cheng2", "next"),  # 盛一碗饭
-    ("冲", "着", "chong4", "next"),  # 冲着我笑
-    ("卡", "住在", "qia3", "next"),  # 卡住了
-    ("缝", "衣上好补了一", "feng2", "next"),  # 缝衣服
-    ("相", "张个", "xiang4", "prev"),  # 照张相
-)
+# Characters pypinyin reads by their first reading when no phrase holds them → (the characters next to them that
+# call for another reading — None: any —, that reading, which neighbour: +1 the next, -1 the previous).
+VERB_READINGS: dict[str, tuple[str | None, str, int]] = {
+    "削": (None, "xiao1", 1),  # 削苹果 (削弱, 剥削: phrases)
+    "背": ("着起走上", "bei1", 1),  # 背着书包
+    "盛": ("一饭汤碗点满些了", "cheng2", 1),  # 盛一碗饭
+    "冲": ("着", "chong4", 1),  # 冲着我笑
+    "卡": ("住在", "qia3", 1),  # 卡住了
+    "缝": ("衣上好补了一", "feng2", 1),  # 缝衣服
+    "相": ("张个", "xiang4", -1),  # 照张相
+}
 
 
 def _verb_readings(run: ZhRun) -> None:
     chars = run.chars
     for i, ch in enumerate(chars):
-        for char, context, reading, side in VERB_READINGS:
-            if ch != char or _in_phrase(run, i):
-                continue
-            near = chars[i + 1 : i + 2] if side == "next" else chars[i - 1 : i] if i else ""
-            if context is None or (near and near in context):
-                run.set(i, reading)
+        rule = VERB_READINGS.get(ch)
+        if rule is None or _in_phrase(run, i):
+            continue
+        context, reading, side = rule
+        j = i + side
+        if context is None or (0 <= j < len(chars) and chars[j] in context):
+            run.set(i, reading)
 
 
 def _chang(run: ZhRun) -> None:
