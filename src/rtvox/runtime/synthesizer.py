@@ -97,7 +97,7 @@ class Synthesizer:
         # requests are conditioned on the CPU: no device round trip per request, none per step, and `prepare`
         # can run off the engine thread (`prepares_on_host`).
         self.cond_device = torch.device("cpu") if self.backend == PIPELINE_BACKEND else self.device
-        self._emotion_rows: torch.Tensor | None = None  # the emotion table on cond_device (graphs backend)
+        self._emotion_rows: torch.Tensor | None = None  # every label's emotion row on the host (graphs backend)
         # cond vectors of label requests made on the host, by (speaker embedding bytes, emotion, α): a busy server
         # conditions thousands of requests a second on a handful of voices
         self._cond_cache: dict[tuple[bytes, str, float], torch.Tensor] = {}
@@ -311,7 +311,9 @@ class Synthesizer:
             return
         self._cond_cache.clear()  # conds follow the weights as the engines are built from them
         if self.backend == PIPELINE_BACKEND:
-            self._emotion_rows = None  # the table as the engines are built from it
+            with torch.inference_mode():  # every label's row on the host, so conditioning never touches the device
+                labels = torch.arange(len(EMOTIONS), device=self.device)
+                self._emotion_rows = self.bundle.emotion_table(labels).to(self.cond_device)
             engines = build_engine_set(self.bundle, "eager", self.device, torch.float32)
             self.pipeline = None  # the old one's graphs and pool go before the new one captures
             self.pipeline = self._build_pipeline()
@@ -384,10 +386,10 @@ class Synthesizer:
                 emotion = torch.from_numpy(self.embed_emotion(request.emotion_ref)).to(device)[None]
             else:
                 index = EMOTIONS.index(request.emotion or "neutral")
-                if device == self.device:
-                    emotion = self.bundle.emotion_table(torch.tensor([index], device=device))
+                if self._emotion_rows is not None:
+                    emotion = self._emotion_rows[index][None]
                 else:
-                    emotion = self._emotion_table_rows()[index][None]
+                    emotion = self.bundle.emotion_table(torch.tensor([index], device=self.device)).to(device)
             alpha = torch.tensor([request.emotion_alpha], device=device)
             cond = fuse_condition(speaker, emotion, alpha)
         if key is not None:
@@ -395,14 +397,6 @@ class Synthesizer:
                 self._cond_cache.clear()
             self._cond_cache[key] = cond
         return cond
-
-    def _emotion_table_rows(self) -> torch.Tensor:
-        """Every label's emotion-table row [labels, E] on cond_device, computed once (at the engines' build)."""
-        if self._emotion_rows is None:
-            with torch.inference_mode():
-                labels = torch.arange(len(EMOTIONS), device=self.device)
-                self._emotion_rows = self.bundle.emotion_table(labels).to(self.cond_device)
-        return self._emotion_rows
 
 
 def load_model(model: str | os.PathLike[str] | None = None, **kwargs: Any) -> Synthesizer:
