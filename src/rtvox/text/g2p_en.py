@@ -2,9 +2,10 @@
 
 Phones are tagged `en:` and are the units espeak-ng's en-us phoneme table uses (`en:tʃ`, `en:aɪ`, `en:ɑːɹ`,
 `en:əl`); stress marks are phones of their own placed before the stressed vowel (`en:ˈ`, `en:oʊ`). A word's
-phones are cached (the cache key is the exact spelling). Two context rules fix what isolated lookup gets
-wrong: the article "a" is the weak /ɐ/ (espeak reads a lone "a" as the letter), "the" before a vowel is /ðɪ/;
-and a run of two or more one-letter words (`a m`, `U S A`) is read as letter names.
+phones are cached (the cache key is the exact spelling). Context rules fix what isolated lookup gets wrong:
+the article "a" is the weak /ɐ/ (espeak reads a lone "a" as the letter), "the" before a vowel is /ðɪ/; a run of
+two or more one-letter words (`a m`, `U S A`) is read as letter names; and a heteronym (live, record, close, …)
+is read after its previous word, or after "to" where that word or its place makes it a verb.
 """
 
 from __future__ import annotations
@@ -86,6 +87,48 @@ def espeak_word(word: str) -> tuple[str, ...]:
     return tuple(EN_TAG + p for p in split_ipa(" ".join(clauses)))
 
 
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Words espeak-ng reads one way alone and another in context (noun/adjective vs verb, present vs past): read with
+# their neighbour (`in_context`). Inflected forms included where they are heteronyms too.
+HETERONYMS = _word_set(
+    """live lives read record records close closes object objects tear tears lead leads wind winds wound use uses
+    present presents desert deserts produce increase increases decrease decreases permit permits contract contracts
+    conduct content project projects subject subjects progress refuse import imports export exports transport
+    address contest conflict convert convict digest extract insert insult perfect protest protests rebel reject
+    survey suspect suspects torment upset excuse excuses house houses separate estimate graduate moderate alternate
+    associate advocate duplicate appropriate deliberate approximate elaborate bow bows row rows sow"""
+)
+# A previous word after which a heteronym is the verb: espeak reads the word after "to" as a verb
+VERB_CUES = _word_set(
+    """to please will would can could should must may might shall don't doesn't didn't won't can't cannot let's
+    and then always never just"""
+)
+# A next word that makes a run-initial heteronym an imperative verb (Close the door, Record the meeting)
+OBJECT_STARTS = _word_set("the a an this that these those my your his her our their its it them me him us all")
+
+
+def heteronym_context(words: Sequence[str], i: int) -> str | None:
+    """The word to read words[i] after (espeak's own context rules pick the reading), or None: read alone."""
+    if words[i].lower() not in HETERONYMS:
+        return None
+    prev = words[i - 1].lower() if i > 0 else ""
+    nxt = words[i + 1].lower() if i + 1 < len(words) else ""
+    if prev in VERB_CUES or (not prev and nxt in OBJECT_STARTS):
+        return "to"
+    return words[i - 1] if prev.isalpha() else None
+
+
+@lru_cache(maxsize=16_384)
+def in_context(before: str, word: str) -> tuple[str, ...]:
+    """Tagged phones espeak-ng en-us gives `word` when it follows `before` (the last word of its output)."""
+    clauses = Espeak.get().phonemize(f"{before} {word}", "en-us")
+    groups = " ".join(clauses).split()
+    return tuple(EN_TAG + p for p in split_ipa(groups[-1])) if groups else espeak_word(word)
+
+
 def letter_name(letter: str) -> tuple[str, ...]:
     return espeak_word(letter.upper())
 
@@ -112,6 +155,8 @@ def phonemize_words(words: Sequence[str], lexicon: dict[str, tuple[str, ...]] | 
             out.append(letter_name(word))
         elif word in ("a", "A"):
             out.append(ARTICLE_A)
+        elif (before := heteronym_context(words, i)) is not None:
+            out.append(in_context(before, word))
         else:
             out.append(espeak_word(word))
     for i, word in enumerate(words[:-1]):

@@ -59,3 +59,24 @@ def test_threads_get_the_same_phonemes(frontend: Frontend) -> None:
     espeak_word.cache_clear()
     with ThreadPoolExecutor(max_workers=4) as pool:
         assert list(pool.map(frontend.phonemize, texts)) == expected
+
+
+@pytest.mark.parametrize(
+    ("words", "index", "ipa"),
+    [
+        ("we live in Paris", 1, "lˈɪv"),
+        ("the band played live music", 3, "lˈaɪv"),
+        ("please record the meeting", 1, "ɹᵻkˈɔːɹd"),
+        ("the record was broken", 1, "ɹˈɛkɚd"),
+        ("close the door", 0, "klˈoʊz"),
+        ("we are close friends", 2, "klˈoʊs"),
+        ("don't tear the paper", 1, "tˈɛɹ"),
+        ("a tear ran down", 1, "tˈɪɹ"),
+        ("use the force", 0, "jˈuːz"),
+        ("make good use of it", 2, "jˈuːs"),
+    ],
+)
+def test_heteronyms_are_read_in_context(words: str, index: int, ipa: str) -> None:
+    """A heteronym takes the reading its neighbour calls for (espeak-ng alone reads each one way only)."""
+    got = phonemize_words(words.split())[index]
+    assert "".join(p.removeprefix("en:") for p in got) == ipa
