@@ -255,9 +255,9 @@ class PipelineEngine:
 
     def run_rows(self, inputs: PipelineInputs, tilt: Tensor | None = None) -> tuple[list[Tensor], list[int], Tensor]:
         """(each row's own samples [frames·hop] fp32 on the device, frame lengths, durations Long[B, N] on the
-        device) of a batch; `tilt` [B]: the emotion prior's
-        spectral tilt per row (None: 0). ProfileExceededError when the batch has more rows or phonemes than the
-        profile's largest bucket (before any work) or a row more frames (after the encode program)."""
+        device) of a batch; `tilt` [B]: the emotion prior's spectral tilt per row (None: 0). ProfileExceededError
+        when the batch has more rows or phonemes than the profile's largest bucket (before any work) or a row more
+        frames (after the encode program)."""
         tensors = inputs.tensors("cpu")  # padded on the host: one copy per input into its static buffer
         rows, length = tensors[0].shape
         batch = self._bucket(self.profile.batch, rows, "batch rows")

@@ -260,7 +260,7 @@ class Scheduler:
         expired: list[_RequestState] = []
         while self._deadlines and self._deadlines[0][0] <= now:
             state = heapq.heappop(self._deadlines)[2]
-            if self._live.get(state.request.request_id) is state:
+            if self._alive(state):
                 expired.append(state)
         for state in sorted(expired, key=lambda s: s.seq):  # in the order the requests were added
             del self._live[state.request.request_id]
@@ -270,6 +270,10 @@ class Scheduler:
             self._expired_unreported.append(state.request.request_id)
 
     # ------------------------------------------------------------------ the per-bucket queues
+    def _alive(self, state: _RequestState) -> bool:
+        """`state` is still its request's live record (not ended, nor replaced by a re-add under its id)."""
+        return self._live.get(state.request.request_id) is state
+
     def _enqueue(self, state: _RequestState) -> None:
         """Queue an eligible record in the bucket of its next chunk."""
         if not state.eligible():
@@ -359,7 +363,7 @@ class Scheduler:
         """The earliest time schedule() or expire() could act without a new event; None when nothing waits."""
         now = self._clock() if now is None else now
         times = [self._release_time(queues, now) for queues in self._queues if queues.count]
-        while self._deadlines and self._live.get(self._deadlines[0][2].request.request_id) is not self._deadlines[0][2]:
+        while self._deadlines and not self._alive(self._deadlines[0][2]):
             heapq.heappop(self._deadlines)  # ended requests' deadlines
         if self._deadlines:
             times.append(self._deadlines[0][0])
@@ -386,7 +390,7 @@ class Scheduler:
         if seconds is not None and len(seconds) != len(batch.items):
             raise ValueError(f"batch {result.batch_id} has {len(batch.items)} items but {len(seconds)} audio lengths")
         for position, (item, state) in enumerate(zip(batch.items, owners, strict=True)):
-            if self._live.get(item.request_id) is not state:  # cancelled or expired meanwhile (maybe re-added)
+            if not self._alive(state):  # cancelled or expired meanwhile (maybe re-added)
                 dropped.append(item)
                 continue
             assert state.in_flight == 1 and state.next_chunk == item.chunk_index + 1
