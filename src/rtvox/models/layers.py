@@ -136,11 +136,31 @@ class SelfAttention(nn.Module):
         # against 2147 at N=470, 2 heads of 128, 2 cores).
         if torch.compiler.is_exporting() or (x.device.type == "cpu" and x.dtype != torch.float32 and not p):
             y = masked_attention(q, k, v, mask, p)
+        elif torch.compiler.is_compiling() and x.is_cuda and not p:
+            y = torch.ops.rtvox.masked_sdpa(q, k, v, mask)  # SDPA's own kernel, opaque to Inductor (below)
         else:
             # A query whose keys are all padding (an all-padding row) gives NaN; callers zero padded rows.
             attn_mask = mask[:, None, None, :].expand(b, 1, n, n)  # [B, 1, N, N], True = may attend
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p)  # [B, H, N, head_dim]
         return self.out(y.transpose(1, 2).reshape(b, n, d))
+
+
+@torch.library.custom_op("rtvox::masked_sdpa", mutates_args=())
+def masked_sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
+    """SDPA over real keys (q, k, v: [B, H, N, d], mask: Bool[B, N] -> contiguous [B, H, N, d]) as one opaque op.
+
+    Why an op of its own: torch.compile with dynamic shapes (the GPU pipeline's "dynamic" kernels) traced SDPA
+    with a padding mask into its math form — a materialized [B, H, N, N] softmax, ~1 GB per layer for 64 rows
+    of 1 500 frames (BENCHMARKS.md, H200 runs 7–8). Inside this op SDPA picks its fused kernel at run time,
+    whatever the tracer saw; used only while compiling for CUDA."""
+    b, _, n, _ = q.shape
+    attn_mask = mask[:, None, None, :].expand(b, 1, n, n)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask).contiguous()
+
+
+@masked_sdpa.register_fake
+def _masked_sdpa_fake(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
+    return torch.empty(q.shape, dtype=q.dtype, device=q.device)
 
 
 def masked_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, dropout: float = 0.0) -> Tensor:
