@@ -7,6 +7,7 @@ batches → losses → snapshots → resumable state → model directory → Syn
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -335,3 +336,61 @@ def test_gpu_script_trains_side_by_side_and_ships_one_tar(packed: Path, tmp_path
     assert not any(n.endswith("discriminator.safetensors") for n in names)
     progress = json.loads((tmp_path / "pack" / "acoustic-tiny" / "progress.json").read_text("utf-8"))
     assert progress["preset"] == "tiny" and progress["step"] >= 1
+
+
+def _model_dir_from(snapshot: Path, out: Path) -> Path:
+    """A shipped-model layout (config.json, acoustic*, emotion.safetensors with encoder./table. prefixes) made
+    from a training snapshot, as `rtvox train export` lays the weights out."""
+    from safetensors.torch import load_file, save_file
+
+    out.mkdir()
+    for path in snapshot.glob("acoustic*.safetensors"):
+        shutil.copy(path, out / path.name)
+    emotion = {f"encoder.{k}": v for k, v in load_file(snapshot / "emotion_encoder.safetensors").items()}
+    emotion |= {f"table.{k}": v for k, v in load_file(snapshot / "emotion_table.safetensors").items()}
+    save_file(emotion, out / "emotion.safetensors")
+    (out / "config.json").write_text(json.dumps({"name": "warm", "version": "1.2.0"}), "utf-8")
+    return out
+
+
+def test_warm_start_from_a_model_directory_trains_the_aligner_first(packed: Path, tmp_path: Path) -> None:
+    import torch
+    from safetensors.torch import load_file
+
+    from rtvox.text.vocab import Vocabulary
+    from rtvox.training.acoustic import AcousticRun, build_modules, run_config, train_acoustic
+
+    def run(name: str, **kw: object) -> AcousticRun:
+        return AcousticRun(packed, tmp_path / name, preset="tiny", device="cpu", batch_frames=2000, **kw)  # type: ignore[arg-type]
+
+    train_acoustic(run("first", max_steps=2))
+    model = _model_dir_from(tmp_path / "first" / "snapshot", tmp_path / "model")
+    warm = run("warm", init=model, aligner_only_steps=2, max_steps=2)
+    assert train_acoustic(warm)["init_model"] == "warm 1.2.0"
+    snap = tmp_path / "warm" / "snapshot"
+    shipped = load_file(model / "acoustic.safetensors")
+    after = load_file(snap / "acoustic.safetensors")
+    assert all(torch.equal(after[k], v) for k, v in shipped.items())  # aligner-only steps leave the model alone
+    torch.manual_seed(warm.seed)  # the trainer's fresh aligner, built the same way
+    n = len(Vocabulary.default())
+    fresh = build_modules(run_config(warm, n), n)["aligner"].state_dict()
+    trained = load_file(snap / "aligner.safetensors")
+    assert any(not torch.equal(trained[k], v.half()) for k, v in fresh.items())  # ... while the aligner learns
+    warm.max_steps = 3  # resumed past the aligner-only steps: now the acoustic model trains too
+    assert train_acoustic(warm)["init_model"] == "warm 1.2.0"
+    later = load_file(snap / "acoustic.safetensors")
+    assert any(not torch.equal(later[k], v) for k, v in shipped.items())
+
+
+def test_warm_start_refuses_a_model_of_another_size(packed: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from rtvox.cli import app
+    from rtvox.training.acoustic import AcousticRun, train_acoustic
+
+    train_acoustic(AcousticRun(packed, tmp_path / "t", preset="tiny", device="cpu", batch_frames=2000, max_steps=1))
+    model = _model_dir_from(tmp_path / "t" / "snapshot", tmp_path / "model")
+    args = ["train", "acoustic", "--data", str(packed), "--run-dir", str(tmp_path / "s"), "--preset", "small"]
+    done = CliRunner().invoke(app, [*args, "--init", str(model), "--device", "cpu", "--max-steps", "1"])
+    assert done.exit_code == 1
+    assert "does not fit acoustic" in done.output and "Traceback" not in done.output

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from rtvox.models.acoustic import AcousticModel, acoustic_losses
-from rtvox.models.bundle import ModelConfig
+from rtvox.models.bundle import ModelConfig, load_weights
 from rtvox.models.emotion import EmotionEncoder, EmotionTable, fuse_condition
 from rtvox.text.vocab import PHRASE, WORD, Vocabulary
 from rtvox.training.align import (
@@ -36,7 +36,16 @@ from rtvox.training.align import (
     phoneme_average,
     utterance_zscore,
 )
-from rtvox.training.checkpoint import load_snapshot, load_state, log_step, optimizer_step, save_snapshot, save_state
+from rtvox.training.checkpoint import (
+    PROGRESS_NAME,
+    load_module_state,
+    load_snapshot,
+    load_state,
+    log_step,
+    optimizer_step,
+    save_snapshot,
+    save_state,
+)
 from rtvox.training.data import (
     AcousticSet,
     LengthBatcher,
@@ -58,7 +67,9 @@ class AcousticRun:
     data: Path
     run_dir: Path
     preset: str = "small"
-    init: Path | None = None  # a weight snapshot to start from
+    # a weight snapshot to start from, or a shipped model directory (load_model_init: a warm start with a fresh
+    # aligner; pair it with aligner_only_steps and a lower lr)
+    init: Path | None = None
     snapshot: Path | None = None  # where to write the weight snapshot (default run_dir/snapshot)
     minutes: float = 8.0
     max_steps: int = 1_000_000
@@ -79,6 +90,9 @@ class AcousticRun:
     # AcousticConfig.frame_position: each frame's place inside its phoneme fed to the decoder (its layer starts
     # at zero, so an --init snapshot trained without it loads)
     frame_position: bool = False
+    # the first steps train the aligner alone (the other modules get no gradient): a fresh aligner beside a
+    # trained acoustic model must learn its durations (flat start included) before the model trains on them
+    aligner_only_steps: int = 0
     seed: int = 0
     device: str = "cuda"
     log_every: int = 100
@@ -164,6 +178,8 @@ def step_losses(
         batch["ge2e"],
         flat_start_width(step, run.prior_width, run.flat_start),
     )
+    if step < run.aligner_only_steps:
+        return {"align": align_loss, "total": align_loss}, durations
     _path, pitch, energy = targets(batch, durations, stats)
 
     b = mel.shape[0]
@@ -214,6 +230,28 @@ def validate(
     return total / max(count, 1)
 
 
+def is_model_dir(path: Path) -> bool:
+    """A shipped model directory (config.json beside the weights), as opposed to a training snapshot."""
+    return (path / "config.json").is_file() and not (path / PROGRESS_NAME).is_file()
+
+
+def load_model_init(directory: Path, modules: dict[str, torch.nn.Module], new_layers: frozenset[str]) -> dict[str, Any]:
+    """Warm start from a shipped model directory (models/rtvox-small): its acoustic weights, its emotion encoder
+    and table (emotion.safetensors, "encoder." / "table." prefixes); the aligner, which a model does not ship,
+    stays fresh. Every shipped tensor must fit the run's modules. Returns what progress records of the start."""
+    cpu = torch.device("cpu")
+    where = f"model {directory}"
+    load_module_state(
+        modules["acoustic"], load_weights(directory, "acoustic", cpu, torch.float32), "acoustic", new_layers, where
+    )
+    emotion = load_weights(directory, "emotion", cpu, torch.float32)
+    for prefix, name in (("encoder.", "emotion_encoder"), ("table.", "emotion_table")):
+        part = {k.removeprefix(prefix): v for k, v in emotion.items() if k.startswith(prefix)}
+        load_module_state(modules[name], part, name, new_layers, where)
+    config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    return {"init_model": f"{config.get('name', directory.name)} {config.get('version', '')}".strip()}
+
+
 def train_acoustic(run: AcousticRun) -> dict[str, Any]:
     """Train until `minutes` or `max_steps`; returns the final progress record."""
     t0 = time.monotonic()
@@ -238,7 +276,10 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
         "frame_position": run.frame_position,
     }
     progress: dict[str, Any] = {"step": 0, "seconds": 0.0, **identity}
-    if run.init is not None:
+    if run.init is not None and is_model_dir(run.init):
+        identity.update(load_model_init(run.init, modules, NEW_LAYERS))  # recorded with every progress
+        progress.update(identity)
+    elif run.init is not None:
         progress.update(load_snapshot(run.init, modules, new_layers=NEW_LAYERS))
     for m in modules.values():
         m.to(device).train()

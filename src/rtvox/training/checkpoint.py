@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from rtvox.errors import ModelError
 from rtvox.fsutil import atomic_write_bytes
 from rtvox.models.bundle import load_weights, save_weights
 
@@ -96,6 +97,21 @@ def save_snapshot(directory: Path, modules: dict[str, nn.Module], progress: dict
     return files
 
 
+def load_module_state(
+    module: nn.Module, state: dict[str, torch.Tensor], name: str, new_layers: frozenset[str], where: str
+) -> None:
+    """`state` into `module` (registered as `name`): every tensor must fit, and only parameters under one of
+    `new_layers` ("module.name" prefixes: layers the run adds) may be missing."""
+    try:
+        missing, unexpected = module.load_state_dict(state, strict=False)
+    except RuntimeError as exc:  # tensors of other shapes: another preset or vocabulary
+        mismatch = str(exc).split("\n\t")[1:4]
+        raise ModelError(f"{where} does not fit {name} (another size?): {'; '.join(mismatch)}") from None
+    missing = [k for k in missing if not any(f"{name}.{k}".startswith(p) for p in new_layers)]
+    if missing or unexpected:
+        raise ModelError(f"{where} does not fit {name}: missing {missing}, unexpected {unexpected}")
+
+
 def load_snapshot(
     directory: Path,
     modules: dict[str, nn.Module],
@@ -111,10 +127,7 @@ def load_snapshot(
         if name in optional and not single.is_file() and not any(shards):
             continue
         state = load_weights(directory, name, torch.device("cpu"), torch.float32)
-        missing, unexpected = module.load_state_dict(state, strict=False)
-        missing = [k for k in missing if not any(f"{name}.{k}".startswith(p) for p in new_layers)]
-        if missing or unexpected:
-            raise RuntimeError(f"snapshot {directory} does not fit {name}: missing {missing}, unexpected {unexpected}")
+        load_module_state(module, state, name, new_layers, f"snapshot {directory}")
     path = directory / PROGRESS_NAME
     progress: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     return progress

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from rtvox.errors import RtvoxError
+
 train_app = typer.Typer(no_args_is_help=True, help="Train the acoustic model, the vocoder or the emotion judge.")
 
 DataOpt = Annotated[Path, typer.Option("--data", help="folder of packed shards (recipes/train/pack.py)")]
@@ -28,7 +30,14 @@ def acoustic(
     data: DataOpt,
     run_dir: RunOpt,
     preset: Annotated[str, typer.Option("--preset")] = "small",
-    init: InitOpt = None,
+    init: Annotated[
+        Path | None,
+        typer.Option(
+            "--init",
+            help="weight snapshot to start from, or a model directory (e.g. models/rtvox-small) to warm-start its "
+            "acoustic and emotion weights beside a fresh aligner (use with --aligner-only-steps and a lower --lr)",
+        ),
+    ] = None,
     snapshot: SnapOpt = None,
     minutes: MinutesOpt = 8.0,
     max_steps: Annotated[int, typer.Option("--max-steps")] = 1_000_000,
@@ -57,6 +66,9 @@ def acoustic(
             help="feed the decoder each frame's place inside its phoneme (tone contours); a new zero-start layer",
         ),
     ] = False,
+    aligner_only_steps: Annotated[
+        int, typer.Option("--aligner-only-steps", help="first steps that train the aligner alone", min=0)
+    ] = 0,
     device: DeviceOpt = "cuda",
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
@@ -71,28 +83,32 @@ def acoustic(
     if dropout is not None and not 0.0 <= dropout < 1.0:
         raise typer.BadParameter(f"must be in [0, 1), not {dropout}", param_hint="--dropout")
 
-    train_acoustic(
-        AcousticRun(
-            data=data,
-            run_dir=run_dir,
-            preset=preset,
-            init=init,
-            snapshot=snapshot,
-            minutes=minutes,
-            max_steps=max_steps,
-            batch_frames=batch_frames,
-            lr=lr,
-            warmup=warmup,
-            skip_symbols=skip,
-            prior_width=prior_width,
-            flat_start=flat_start,
-            prosody_norm=prosody_norm,
-            dropout=dropout,
-            frame_position=frame_position,
-            device=device,
-            seed=seed,
-        )
+    run = AcousticRun(
+        data=data,
+        run_dir=run_dir,
+        preset=preset,
+        init=init,
+        snapshot=snapshot,
+        minutes=minutes,
+        max_steps=max_steps,
+        batch_frames=batch_frames,
+        lr=lr,
+        warmup=warmup,
+        skip_symbols=skip,
+        prior_width=prior_width,
+        flat_start=flat_start,
+        prosody_norm=prosody_norm,
+        dropout=dropout,
+        frame_position=frame_position,
+        aligner_only_steps=aligner_only_steps,
+        device=device,
+        seed=seed,
     )
+    try:
+        train_acoustic(run)
+    except RtvoxError as exc:  # a snapshot or model that does not fit the run: one message, not a traceback
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
 
 
 @train_app.command("vocoder")

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from rtvox.errors import ModelError
 from rtvox.models.acoustic import AcousticConfig, AcousticModel
 from rtvox.training.acoustic import NEW_LAYERS
 from rtvox.training.checkpoint import load_snapshot, save_snapshot
@@ -20,10 +21,10 @@ def test_a_snapshot_without_the_frame_position_layer_starts_a_run_that_adds_it(t
     assert load_snapshot(tmp_path, {"acoustic": positioned}, new_layers=NEW_LAYERS) == {"step": 7}
     assert positioned.frame_pos is not None and not positioned.frame_pos.weight.any()
     torch.testing.assert_close(positioned.embed.weight, plain.embed.weight.half().float())
-    with pytest.raises(RuntimeError, match="frame_pos"):
+    with pytest.raises(ModelError, match="frame_pos"):
         load_snapshot(
             tmp_path, {"acoustic": AcousticModel(AcousticConfig(**{**base.to_dict(), "frame_position": True}))}
         )
     save_snapshot(tmp_path / "b", {"acoustic": positioned}, {})
-    with pytest.raises(RuntimeError, match="unexpected"):  # a layer the model does not have is an error
+    with pytest.raises(ModelError, match="unexpected"):  # a layer the model does not have is an error
         load_snapshot(tmp_path / "b", {"acoustic": AcousticModel(base)}, new_layers=NEW_LAYERS)
