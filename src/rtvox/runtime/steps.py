@@ -97,12 +97,12 @@ def encode_inputs(rows: Sequence[EncodeRow], device: torch.device) -> tuple[torc
     phonemes Long[B, N] (0 = pad id), mask Bool[B, N], cond [B, C], speed [B], target Long[B], pitch [B], energy [B],
     prosody [B, 4].
     """
-    n = max(len(r[0]) for r in rows)
-    phonemes = torch.zeros(len(rows), n, dtype=torch.long)
-    mask = torch.zeros(len(rows), n, dtype=torch.bool)
-    for row, (ids, *_rest) in enumerate(rows):
-        phonemes[row, : len(ids)] = torch.tensor(list(ids), dtype=torch.long)
-        mask[row, : len(ids)] = True
+    lengths = np.fromiter((len(r[0]) for r in rows), np.int64, count=len(rows))
+    mask_np = np.arange(int(lengths.max()))[None, :] < lengths[:, None]
+    phonemes_np = np.zeros(mask_np.shape, np.int64)
+    # row-major order of the mask's True cells is the rows' ids one after another: one fill, no per-row tensors
+    phonemes_np[mask_np] = np.fromiter(itertools.chain.from_iterable(r[0] for r in rows), np.int64, int(lengths.sum()))
+    phonemes, mask = torch.from_numpy(phonemes_np), torch.from_numpy(mask_np)
     cond = torch.cat([r[1] for r in rows]).to(device)  # one copy (one sync) when conds live on another device
     speed = torch.tensor([r[2].speed for r in rows], dtype=torch.float32)
     target = torch.tensor([r[3] for r in rows], dtype=torch.long)
