@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -23,6 +25,17 @@ VoicesOpt = Annotated[Path, typer.Option("--voices", help="JSON: built-in voice 
 OutOpt = Annotated[Path, typer.Option("--out", help="the model directory to write")]
 NameOpt = Annotated[str, typer.Option("--name")]
 VersionOpt = Annotated[str, typer.Option("--version")]
+
+
+@contextlib.contextmanager
+def _one_message() -> Iterator[None]:
+    """A trainer or exporter's rtvox error (a snapshot or model that does not fit the run, a missing weight file)
+    as one message on stderr and exit status 1, not a traceback."""
+    try:
+        yield
+    except RtvoxError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
 
 
 @train_app.command("acoustic")
@@ -104,11 +117,8 @@ def acoustic(
         device=device,
         seed=seed,
     )
-    try:
+    with _one_message():
         train_acoustic(run)
-    except RtvoxError as exc:  # a snapshot or model that does not fit the run: one message, not a traceback
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
 
 
 @train_app.command("vocoder")
@@ -128,21 +138,22 @@ def vocoder(
     """The vocoder on random audio segments (resumes from RUN_DIR/state.pt)."""
     from rtvox.training.vocoder import VocoderRun, train_vocoder
 
-    train_vocoder(
-        VocoderRun(
-            data=data,
-            run_dir=run_dir,
-            preset=preset,
-            init=init,
-            snapshot=snapshot,
-            minutes=minutes,
-            max_steps=max_steps,
-            batch=batch,
-            gan_start=gan_start,
-            device=device,
-            seed=seed,
+    with _one_message():
+        train_vocoder(
+            VocoderRun(
+                data=data,
+                run_dir=run_dir,
+                preset=preset,
+                init=init,
+                snapshot=snapshot,
+                minutes=minutes,
+                max_steps=max_steps,
+                batch=batch,
+                gan_start=gan_start,
+                device=device,
+                seed=seed,
+            )
         )
-    )
 
 
 @train_app.command("codec")
@@ -162,21 +173,22 @@ def codec(
     """The AR family's FSQ mel tokenizer + token-to-mel decoder (resumes from RUN_DIR/state.pt)."""
     from rtvox.training.ar import ARRun, train_codec
 
-    train_codec(
-        ARRun(
-            data=data,
-            run_dir=run_dir,
-            preset=preset,
-            init=init,
-            minutes=minutes,
-            max_steps=max_steps,
-            batch=batch,
-            segment=segment,
-            lr=lr,
-            device=device,
-            seed=seed,
+    with _one_message():
+        train_codec(
+            ARRun(
+                data=data,
+                run_dir=run_dir,
+                preset=preset,
+                init=init,
+                minutes=minutes,
+                max_steps=max_steps,
+                batch=batch,
+                segment=segment,
+                lr=lr,
+                device=device,
+                seed=seed,
+            )
         )
-    )
 
 
 @train_app.command("ar")
@@ -196,21 +208,22 @@ def ar(
     """The AR family's GPT decoder over the codec's tokens (resumes from RUN_DIR/state.pt)."""
     from rtvox.training.ar import ARRun, train_ar
 
-    train_ar(
-        ARRun(
-            data=data,
-            run_dir=run_dir,
-            preset=preset,
-            codec=codec,
-            init=init,
-            minutes=minutes,
-            max_steps=max_steps,
-            batch_frames=batch_frames,
-            lr=lr,
-            device=device,
-            seed=seed,
+    with _one_message():
+        train_ar(
+            ARRun(
+                data=data,
+                run_dir=run_dir,
+                preset=preset,
+                codec=codec,
+                init=init,
+                minutes=minutes,
+                max_steps=max_steps,
+                batch_frames=batch_frames,
+                lr=lr,
+                device=device,
+                seed=seed,
+            )
         )
-    )
 
 
 @train_app.command("export")
@@ -226,7 +239,8 @@ def export(
     """Build a model directory (fp16 safetensors, voices, config with the emotion prosody prior) from snapshots."""
     from rtvox.training.export import export_bundle
 
-    bundle = export_bundle(acoustic_snapshot, vocoder_snapshot, data, voices, out, name=name, version=version)
+    with _one_message():
+        bundle = export_bundle(acoustic_snapshot, vocoder_snapshot, data, voices, out, name=name, version=version)
     typer.echo(f"wrote {out} ({', '.join(bundle.voices)})")
 
 
@@ -259,7 +273,8 @@ def export_ar(
     """Build an autoregressive-family model directory (fp16 safetensors, voices, config) from snapshots."""
     from rtvox.training.export_ar import export_ar_bundle
 
-    bundle = export_ar_bundle(
-        codec_snapshot, ar_snapshot, vocoder_snapshot, data, voices, out, name=name, version=version
-    )
+    with _one_message():
+        bundle = export_ar_bundle(
+            codec_snapshot, ar_snapshot, vocoder_snapshot, data, voices, out, name=name, version=version
+        )
     typer.echo(f"wrote {out} ({', '.join(bundle.voices)})")
