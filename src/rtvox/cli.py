@@ -10,8 +10,9 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from rtvox.cli_errors import one_message
 from rtvox.constants import AUDIO_FORMATS, SAMPLE_RATE
-from rtvox.errors import InputError, RtvoxError
+from rtvox.errors import InputError
 from rtvox.eval.commands import register as register_eval
 from rtvox.training.commands import train_app
 
@@ -60,14 +61,8 @@ def output_format(output: Path, fmt: str | None) -> str:
 
 def _run(fn: Callable[[], T]) -> T:
     """Run a command body, turning rtvox errors into one message and an exit code (2: bad input, 1: other)."""
-    try:
+    with one_message():
         return fn()
-    except InputError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    except RtvoxError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
 
 
 @app.command()

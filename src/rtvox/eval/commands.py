@@ -12,13 +12,9 @@ from typing import Annotated
 
 import typer
 
+from rtvox.cli_errors import one_message
 from rtvox.constants import DEFAULT_MODEL
-from rtvox.errors import InputError, RtvoxError
-
-
-def _fail(exc: RtvoxError) -> typer.Exit:
-    typer.echo(f"error: {exc}", err=True)
-    return typer.Exit(2 if isinstance(exc, InputError) else 1)
+from rtvox.errors import InputError
 
 
 def eval_command(
@@ -53,7 +49,7 @@ def eval_command(
     from rtvox.eval.intelligibility import parse_sets
     from rtvox.eval.runner import EvalOptions, run_eval, write_results
 
-    try:
+    with one_message():
         if audio_dir is None and model is None:
             model = DEFAULT_MODEL
         options = EvalOptions(
@@ -76,8 +72,6 @@ def eval_command(
             raise InputError("--clone needs reference clips: pass --corpus DIR and/or --clone-refs DIR")
         results = run_eval(options)
         md = write_results(results, out)
-    except RtvoxError as exc:
-        raise _fail(exc) from None
     typer.echo(md.read_text(encoding="utf-8"))
     typer.echo(f"wrote {out} and {md}", err=True)
 
@@ -100,7 +94,8 @@ def train_emotion_judge_command(
     from rtvox.eval.judge_data import CorpusFeatures, extract_corpus_features
 
     if not (corpus / "manifest.jsonl").is_file():
-        raise _fail(InputError(f"{corpus} has no manifest.jsonl; pass --corpus pointing at a built corpus"))
+        with one_message():
+            raise InputError(f"{corpus} has no manifest.jsonl; pass --corpus pointing at a built corpus")
     if features is not None and features.is_file():
         data = CorpusFeatures.load(features)
     else:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from rtvox.errors import RtvoxError
+from rtvox.cli_errors import one_message
 
 train_app = typer.Typer(no_args_is_help=True, help="Train the acoustic model, the vocoder or the emotion judge.")
 
@@ -25,17 +23,6 @@ VoicesOpt = Annotated[Path, typer.Option("--voices", help="JSON: built-in voice 
 OutOpt = Annotated[Path, typer.Option("--out", help="the model directory to write")]
 NameOpt = Annotated[str, typer.Option("--name")]
 VersionOpt = Annotated[str, typer.Option("--version")]
-
-
-@contextlib.contextmanager
-def _one_message() -> Iterator[None]:
-    """A trainer or exporter's rtvox error (a snapshot or model that does not fit the run, a missing weight file)
-    as one message on stderr and exit status 1, not a traceback."""
-    try:
-        yield
-    except RtvoxError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
 
 
 @train_app.command("acoustic")
@@ -117,7 +104,7 @@ def acoustic(
         device=device,
         seed=seed,
     )
-    with _one_message():
+    with one_message():
         train_acoustic(run)
 
 
@@ -138,7 +125,7 @@ def vocoder(
     """The vocoder on random audio segments (resumes from RUN_DIR/state.pt)."""
     from rtvox.training.vocoder import VocoderRun, train_vocoder
 
-    with _one_message():
+    with one_message():
         train_vocoder(
             VocoderRun(
                 data=data,
@@ -173,7 +160,7 @@ def codec(
     """The AR family's FSQ mel tokenizer + token-to-mel decoder (resumes from RUN_DIR/state.pt)."""
     from rtvox.training.ar import ARRun, train_codec
 
-    with _one_message():
+    with one_message():
         train_codec(
             ARRun(
                 data=data,
@@ -208,7 +195,7 @@ def ar(
     """The AR family's GPT decoder over the codec's tokens (resumes from RUN_DIR/state.pt)."""
     from rtvox.training.ar import ARRun, train_ar
 
-    with _one_message():
+    with one_message():
         train_ar(
             ARRun(
                 data=data,
@@ -239,7 +226,7 @@ def export(
     """Build a model directory (fp16 safetensors, voices, config with the emotion prosody prior) from snapshots."""
     from rtvox.training.export import export_bundle
 
-    with _one_message():
+    with one_message():
         bundle = export_bundle(acoustic_snapshot, vocoder_snapshot, data, voices, out, name=name, version=version)
     typer.echo(f"wrote {out} ({', '.join(bundle.voices)})")
 
@@ -273,7 +260,7 @@ def export_ar(
     """Build an autoregressive-family model directory (fp16 safetensors, voices, config) from snapshots."""
     from rtvox.training.export_ar import export_ar_bundle
 
-    with _one_message():
+    with one_message():
         bundle = export_ar_bundle(
             codec_snapshot, ar_snapshot, vocoder_snapshot, data, voices, out, name=name, version=version
         )
