@@ -36,6 +36,9 @@ def main() -> None:
     parser.add_argument(
         "--saturation-clients", type=int, default=0, help="closed-loop clients for the throughput-under-load phase"
     )
+    parser.add_argument(
+        "--gil-switch-ms", type=float, default=0.5, help="the GIL switch interval while serving (0: leave Python's)"
+    )
     parser.add_argument("--natural-durations", action="store_true", help="do not set realistic target durations")
     args = parser.parse_args()
     config = ServiceConfig(
@@ -46,6 +49,7 @@ def main() -> None:
         max_queue=args.max_queue,
         frontend_processes=args.frontend_processes,
         batches_in_flight=args.batches_in_flight,
+        gil_switch_interval_ms=args.gil_switch_ms or None,
         bucket_edges=None if args.bucket_edges is None else tuple(int(e) for e in args.bucket_edges.split(",")),
         default_deadline_s=None,
         fallback_device=None,

@@ -430,3 +430,27 @@ def test_graphs_backend_and_frontend_processes_serve_like_the_synthesizer(
         await service.stop()
 
     run(main)
+
+
+@pytest.mark.parametrize("interval_ms", [0.5, None])
+def test_gil_switch_interval_is_set_while_serving_and_restored_at_stop(
+    tiny_model: Path, interval_ms: float | None
+) -> None:
+    import sys
+
+    before = sys.getswitchinterval()
+
+    async def main() -> None:
+        service = TTSService(
+            new_synth(tiny_model), ServiceConfig(fallback_device=None, gil_switch_interval_ms=interval_ms)
+        )
+        await service.start()
+        want = before if interval_ms is None else interval_ms / 1000.0
+        assert sys.getswitchinterval() == pytest.approx(want)
+        assert (await service.synthesize(SynthesisRequest(text="Hi."))).seconds > 0
+        await service.stop()
+        assert sys.getswitchinterval() == pytest.approx(before)
+
+    run(main)
+    with pytest.raises(ValueError, match="gil_switch_interval_ms must be > 0"):
+        ServiceConfig(gil_switch_interval_ms=0)

@@ -91,6 +91,41 @@ class _DecodeSlot:
 GROUP_LAUNCH_ROW_FRAMES = 2048
 
 
+class DeviceSpans:
+    """Device time of the pipeline's steps, from CUDA events around its programs: the encode span (inputs in →
+    encode done) and the decode span (first decode program → last), so a load test can tell a device-bound step
+    (spans near the step's wall time) from a host-bound one (the device idles between and around them). A step's
+    events are read at the next step or at `totals()`, never waited for: recording costs ~µs and no sync."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.encode_s = 0.0
+        self.decode_s = 0.0
+        self._pending: list[tuple[Any, Any, Any, Any]] = []
+
+    def mark(self) -> Any:
+        """An event recorded now on the current stream."""
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def add(self, start: Any, encoded: Any, decoding: Any, end: Any) -> None:
+        self._pending.append((start, encoded, decoding, end))
+        self.settle()
+
+    def settle(self) -> None:
+        """Fold in every finished step's spans (a step still on the device stays pending)."""
+        while self._pending and self._pending[0][3].query():
+            start, encoded, decoding, end = self._pending.pop(0)
+            self.steps += 1
+            self.encode_s += start.elapsed_time(encoded) / 1000.0
+            self.decode_s += decoding.elapsed_time(end) / 1000.0
+
+    def totals(self) -> dict[str, float]:
+        self.settle()
+        return {"steps": self.steps, "encode_s": self.encode_s, "decode_s": self.decode_s}
+
+
 def plan_decode_groups(
     lengths: list[int], batch: AxisRange, frames: AxisRange, launch_cost: int = GROUP_LAUNCH_ROW_FRAMES
 ) -> list[list[int]]:
@@ -154,6 +189,7 @@ class PipelineEngine:
         self._slots: dict[tuple[int, int], _EncodeSlot] = {}
         self._decode_slots: dict[tuple[int, int], _DecodeSlot] = {}
         self._pool = torch.cuda.graph_pool_handle() if self.device.type == "cuda" else None
+        self.spans: DeviceSpans | None = DeviceSpans() if self.device.type == "cuda" else None
         encode: Callable[..., tuple[Tensor, Tensor]] = self._encode
         decode: Callable[..., Tensor] = self._decode_vocode
         if compile_mode is not None:
@@ -263,13 +299,17 @@ class PipelineEngine:
         batch = self._bucket(self.profile.batch, rows, "batch rows")
         phonemes = self._bucket(self.profile.phonemes, length, "phonemes")
         slot = self._slot(batch, phonemes, tensors)
+        spans = self.spans
+        started = spans.mark() if spans is not None else None
         with torch.inference_mode():
             for i, (dst, src) in enumerate(zip(slot.inputs, tensors, strict=True)):
                 dst.copy_(_pad(src, batch, phonemes if i < 2 else None), non_blocking=True)
             # Every program's intermediates share one graph pool, so memory a later-captured program reads or
             # returns may be scratch of one captured before it: outputs leave the pool before another program runs.
             hidden, durations = (t.clone() for t in slot.program.run())
+            encoded = spans.mark() if spans is not None else None
             lengths = [int(n) for n in durations[:rows].sum(1).tolist()]  # the one host read
+            decoding = spans.mark() if spans is not None else None
             self._bucket(self.profile.frames, max(lengths), "frames")
             tilts = torch.zeros(rows) if tilt is None else tilt.float().cpu()
             out: list[Tensor | None] = [None] * rows
@@ -286,6 +326,8 @@ class PipelineEngine:
                 packed = torch.cat([wav[j, :n] for j, n in enumerate(sizes)])  # out of the pool, audio only
                 for row, samples in zip(group, packed.split(sizes), strict=True):
                     out[row] = samples
+            if spans is not None:
+                spans.add(started, encoded, decoding, spans.mark())
             return [w for w in out if w is not None], lengths, durations[:rows, :length]
 
     @staticmethod

@@ -114,6 +114,11 @@ class LevelResult:
     engine_busy: float = float("nan")
     engine_in_steps: float = float("nan")
     step_ms_mean: float = float("nan")
+    # the captured pipeline's device spans over the level (graphs backend on CUDA; NaN elsewhere): share of wall
+    # time the device spent inside steps' encode and decode spans, and their means per step (DeviceSpans)
+    device_busy: float = float("nan")
+    device_encode_ms_mean: float = float("nan")
+    device_decode_ms_mean: float = float("nan")
 
 
 @dataclass
@@ -218,6 +223,24 @@ async def _run_level(
     return records, errors, time.perf_counter() - start
 
 
+def _device_spans(synth: Synthesizer) -> dict[str, float] | None:
+    spans = synth.pipeline.spans if synth.pipeline is not None else None
+    return spans.totals() if spans is not None else None
+
+
+def _device_use(before: dict[str, float] | None, after: dict[str, float] | None, wall: float) -> dict[str, float]:
+    """LevelResult's device fields from two DeviceSpans totals (empty when the backend keeps none)."""
+    if before is None or after is None:
+        return {}
+    steps = max(1.0, after["steps"] - before["steps"])
+    encode, decode = after["encode_s"] - before["encode_s"], after["decode_s"] - before["decode_s"]
+    return {
+        "device_busy": (encode + decode) / wall,
+        "device_encode_ms_mean": encode / steps * 1000.0,
+        "device_decode_ms_mean": decode / steps * 1000.0,
+    }
+
+
 def run_load_bench(
     model: str | None = None,
     *,
@@ -258,11 +281,13 @@ def run_load_bench(
     async def run_one(n: int, rng: np.random.Generator, listen: bool) -> LevelResult:
         service = TTSService(synth, config)
         await service.start()
+        spans_before = _device_spans(synth)
         records, errors, wall = await _run_level(
             service, texts, n, level_duration_s, think_time_s, realistic_durations, rng, listen
         )
         hist = service.stats()["batch_size_histogram"]
         primary = service.health()["engines"]["primary"]
+        device = _device_use(spans_before, _device_spans(synth), wall)
         await service.stop()
         ttfa = [r.ttfa_s for r in records]
         level = LevelResult(
@@ -283,6 +308,7 @@ def run_load_bench(
             engine_busy=primary["busy_s"] / wall,
             engine_in_steps=primary["step_s"] / wall,
             step_ms_mean=primary["step_s"] / max(1, primary["steps"]) * 1000.0,
+            **device,
         )
         say(f"{'N' if listen else 'saturation N'}={n}: {asdict(level)}")
         return level

@@ -16,6 +16,7 @@ import asyncio
 import bisect
 import contextlib
 import itertools
+import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -78,6 +79,11 @@ class ServiceConfig:
     # never waits for the loop (completion, delivery, scheduling) between steps: throughput on a busy GPU, at up to
     # one step more of waiting for a chunk that arrives meanwhile.
     batches_in_flight: int = 1
+    # The interpreter's GIL switch interval while the service runs (sys.setswitchinterval, process-wide; restored at
+    # stop; None leaves it). The engine thread gives up the GIL at every device sync and then waits for the event
+    # loop to yield it, up to one interval each time (Python's default: 5 ms): on an H200 under saturation the steps
+    # spent ~18 of their 40 ms with the device idle, most of it waiting so (load_h200_graphs_9a.json).
+    gil_switch_interval_ms: float | None = 0.5
 
     def __post_init__(self) -> None:
         if self.batches_in_flight < 1:
@@ -88,6 +94,8 @@ class ServiceConfig:
             raise ValueError("max_batch, max_queue, max_chars and max_phonemes must be at least 1")
         if self.first_chunk_wait_ms is not None and not self.first_chunk_wait_ms >= 0:
             raise ValueError(f"first_chunk_wait_ms must be >= 0 or None, got {self.first_chunk_wait_ms}")
+        if self.gil_switch_interval_ms is not None and not self.gil_switch_interval_ms > 0:
+            raise ValueError(f"gil_switch_interval_ms must be > 0 or None, got {self.gil_switch_interval_ms}")
         if not self.max_wait_ms >= 0 or not self.max_realtime_audio_s > 0:
             raise ValueError("max_wait_ms must be >= 0 and max_realtime_audio_s > 0")
         if self.default_deadline_s is not None and not self.default_deadline_s > 0:
@@ -204,6 +212,7 @@ class TTSService:
         self._loop_task: asyncio.Task[None] | None = None
         self._accepting = False
         self._started = False
+        self._saved_switch_interval: float | None = None  # the interpreter's, while gil_switch_interval_ms is set
         self.stats_counters = ServiceStats()
 
     # ------------------------------------------------------------------ life cycle
@@ -212,6 +221,9 @@ class TTSService:
         if self._started:
             return
         self._started = True
+        if self.config.gil_switch_interval_ms is not None:
+            self._saved_switch_interval = sys.getswitchinterval()
+            sys.setswitchinterval(self.config.gil_switch_interval_ms / 1000.0)
         synth = self.synthesizer
         if self.config.redis_url and synth.embedding_cache.redis is None:
             # RedisTier pings at construction (bounded by its socket timeout): keep that off the event loop.
@@ -252,6 +264,9 @@ class TTSService:
             self._loop_task = None
         if self._executor is not None:
             await self._executor.stop()
+        if self._saved_switch_interval is not None:
+            sys.setswitchinterval(self._saved_switch_interval)
+            self._saved_switch_interval = None
         self._started = False
 
     @property

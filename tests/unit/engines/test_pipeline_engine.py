@@ -10,7 +10,7 @@ import torch
 
 from rtvox.constants import HOP_LENGTH
 from rtvox.engines.build import build_engines
-from rtvox.engines.pipeline import PipelineEngine, plan_decode_groups
+from rtvox.engines.pipeline import DeviceSpans, PipelineEngine, plan_decode_groups
 from rtvox.engines.quality import random_inputs, run_pipeline
 from rtvox.engines.shapes import AxisRange, ShapeProfile
 from rtvox.models.bundle import ModelBundle
@@ -142,3 +142,27 @@ def test_grouped_decode_serves_each_row_like_eager(bundle: ModelBundle) -> None:
         assert samples.shape == (n,)
         keep = n - context_frames_for(bundle.vocoder) * HOP_LENGTH
         torch.testing.assert_close(samples[:keep], ref[row, :keep], rtol=0, atol=1e-4)
+
+
+class _FakeEvent:
+    """Duck-typed CUDA event: a timestamp in ms, done or not."""
+
+    def __init__(self, ms: float, done: bool = True) -> None:
+        self.ms, self.done = ms, done
+
+    def query(self) -> bool:
+        return self.done
+
+    def elapsed_time(self, end: _FakeEvent) -> float:
+        return end.ms - self.ms
+
+
+def test_device_spans_fold_in_finished_steps_only(bundle: ModelBundle) -> None:
+    spans = DeviceSpans()
+    spans.add(_FakeEvent(0), _FakeEvent(2), _FakeEvent(3), _FakeEvent(10))  # encode 2 ms, decode 7 ms
+    running = _FakeEvent(30, done=False)
+    spans.add(_FakeEvent(20), _FakeEvent(21), _FakeEvent(22), running)  # still on the device
+    assert spans.totals() == {"steps": 1, "encode_s": pytest.approx(0.002), "decode_s": pytest.approx(0.007)}
+    running.done = True
+    assert spans.totals() == {"steps": 2, "encode_s": pytest.approx(0.003), "decode_s": pytest.approx(0.015)}
+    assert PipelineEngine(bundle, CPU, ShapeProfile.preset("ci"), dtype=torch.float32, compile_mode=None).spans is None

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
+
+import pytest
 
 from rtvox.runtime import Synthesizer
-from rtvox.runtime.loadbench import TEXT_MAX_CHARS, _stalled, make_texts, run_load_bench
+from rtvox.runtime.loadbench import TEXT_MAX_CHARS, _device_use, _stalled, make_texts, run_load_bench
 
 
 def test_texts_are_deterministic_mixed_and_bounded() -> None:
@@ -32,6 +35,16 @@ def test_tiny_run_gives_a_json_able_result(rsynth: Synthesizer) -> None:
         assert sum(level["batch_size_histogram"].values()) >= level["streams"]
     assert data["baseline"]["requests"] == 2 and data["baseline"]["audio_s_per_s"] > 0
     assert data["max_realtime_streams"] in (0, 1, 2) and data["machine"]["device"] == "cpu"
+    assert all(math.isnan(level.device_busy) for level in result.levels)  # no captured pipeline on a CPU
+
+
+def test_device_use_is_the_spans_share_of_wall_time_and_their_means() -> None:
+    before = {"steps": 10, "encode_s": 1.0, "decode_s": 2.0}
+    after = {"steps": 30, "encode_s": 1.2, "decode_s": 2.6}
+    use = _device_use(before, after, wall=2.0)
+    assert use["device_busy"] == pytest.approx(0.4)  # (0.2 + 0.6) s of 2 s
+    assert use["device_encode_ms_mean"] == pytest.approx(10.0) and use["device_decode_ms_mean"] == pytest.approx(30.0)
+    assert _device_use(None, after, 2.0) == {} and _device_use(before, None, 2.0) == {}
 
 
 def test_saturation_phase_and_frontend_processes(rsynth: Synthesizer) -> None:
