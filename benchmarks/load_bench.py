@@ -39,6 +39,11 @@ def main() -> None:
     parser.add_argument(
         "--gil-switch-ms", type=float, default=0.5, help="the GIL switch interval while serving (0: leave Python's)"
     )
+    parser.add_argument(
+        "--engine-process",
+        action="store_true",
+        help="run the engines in a process of their own (ServiceConfig.engine_process = DEVICE:BACKEND)",
+    )
     parser.add_argument("--natural-durations", action="store_true", help="do not set realistic target durations")
     args = parser.parse_args()
     config = ServiceConfig(
@@ -50,6 +55,7 @@ def main() -> None:
         frontend_processes=args.frontend_processes,
         batches_in_flight=args.batches_in_flight,
         gil_switch_interval_ms=args.gil_switch_ms or None,
+        engine_process=f"{args.device}:{args.backend}" if args.engine_process else None,
         bucket_edges=None if args.bucket_edges is None else tuple(int(e) for e in args.bucket_edges.split(",")),
         default_deadline_s=None,
         fallback_device=None,

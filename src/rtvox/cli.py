@@ -262,6 +262,12 @@ def serve(
             envvar="RTVOX_BATCHES_IN_FLIGHT", help="Batches queued to the engines at once (2: GPU throughput)"
         ),
     ] = 1,
+    engine_process: Annotated[
+        bool,
+        typer.Option(
+            envvar="RTVOX_ENGINE_PROCESS", help="Run the engines in a process of their own (GPU serving under load)"
+        ),
+    ] = False,
     log_level: Annotated[str, typer.Option(envvar="RTVOX_LOG_LEVEL")] = "info",
 ) -> None:
     """Run the HTTP service: OpenAI-compatible speech API, voice cloning, /v1/tts, metrics, web page at /."""
@@ -290,6 +296,7 @@ def serve(
                 first_chunk_wait_ms=first_chunk_wait_ms,
                 frontend_processes=frontend_processes,
                 batches_in_flight=batches_in_flight,
+                engine_process=engine_process,
                 log_level=log_level.lower(),
             )
         except ValueError as exc:

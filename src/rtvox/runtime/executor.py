@@ -17,11 +17,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor as Executor_
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import torch
 
 from rtvox.errors import InputError
+from rtvox.runtime.engine_process import EngineProcess
 from rtvox.runtime.sched_types import EngineFailedError
 from rtvox.runtime.steps import ChunkJob, PreparedRequest
 from rtvox.runtime.synthesizer import Synthesizer
@@ -37,12 +38,26 @@ REBUILD_BACKOFF_S = 1.0
 REBUILD_BACKOFF_MAX_S = 30.0
 
 
+class StepRunner(Protocol):
+    """What the executor needs of an engine set's synthesizer: a `Synthesizer`, or an `EngineProcess` (its steps
+    in a child process)."""
+
+    device: torch.device
+    backend: str
+
+    def prepare(self, request: SynthesisRequest, front: Any = None) -> PreparedRequest: ...
+
+    def prepares_on_host(self, request: SynthesisRequest) -> bool: ...
+
+    def run_step(self, jobs: Sequence[ChunkJob]) -> list[AudioChunk]: ...
+
+
 @dataclass
 class EngineSet:
     """One Synthesizer's engines as the executor sees them: health, fault counters, and the thread they run on."""
 
     role: str  # "primary" or "fallback"
-    synth: Synthesizer
+    synth: StepRunner
     pool: ThreadPoolExecutor  # one thread: a Synthesizer is not thread-safe, and one thread per device is enough
     healthy: bool = True  # False from a fault until a rebuild and warm-up succeed
     warmed: bool = False  # a warm-up step has run since the last (re)build
@@ -71,7 +86,7 @@ class EngineSet:
         }
 
 
-def warm_up(synth: Synthesizer) -> None:
+def warm_up(synth: StepRunner) -> None:
     """One short synthesis, so lazy initialization (allocators, kernels, compiled graphs) is not paid by a user."""
     prepared = synth.prepare(SynthesisRequest(text=WARMUP_TEXT))
     synth.run_step([ChunkJob(prepared, 0)])
@@ -80,7 +95,17 @@ def warm_up(synth: Synthesizer) -> None:
 class Executor:
     """Runs prepare and chunk steps on the primary engines, or on the fallback while the primary is unhealthy."""
 
-    def __init__(self, primary: Synthesizer, fallback: Synthesizer | None, *, frontend_processes: int = 0) -> None:
+    def __init__(
+        self,
+        primary: StepRunner,
+        fallback: Synthesizer | None,
+        *,
+        frontend_processes: int = 0,
+        owns_primary: bool = True,
+    ) -> None:
+        self.owns_primary = owns_primary  # an EngineProcess primary is closed at stop() only if it is ours
+        # the frontend (and its lexicon) of the primary's own Synthesizer, or of the host side of an EngineProcess
+        host: Synthesizer = primary.host if isinstance(primary, EngineProcess) else primary  # type: ignore[assignment]
         self.primary = EngineSet("primary", primary, ThreadPoolExecutor(1, thread_name_prefix="rtvox-primary"))
         self.fallback = (
             None
@@ -97,12 +122,12 @@ class Executor:
                 frontend_processes,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=init_worker,
-                initargs=(primary.frontend.lexicon,),
+                initargs=(host.frontend.lexicon,),
             )
         )
         self.frontend_processes = max(0, frontend_processes)
         # text -> FrontendResult, run on _frontend_pool: a module-level function a worker process can unpickle
-        self._read_text = read_text if self.frontend_processes else primary.frontend.process
+        self._read_text = read_text if self.frontend_processes else host.frontend.process
         self._rebuild_task: asyncio.Task[None] | None = None
         self.fallback_steps = 0  # steps the fallback served because the primary failed or was unhealthy
 
@@ -121,7 +146,12 @@ class Executor:
             await asyncio.gather(*(loop.run_in_executor(self._frontend_pool, read_text, t) for t in texts))
 
     async def _warm(self, engines: EngineSet) -> None:
-        await self._call(engines, lambda: warm_up(engines.synth))
+        def warm() -> None:
+            if isinstance(engines.synth, EngineProcess) and not engines.synth.alive:
+                engines.synth.start()  # builds and warms its engines in the child
+            warm_up(engines.synth)
+
+        await self._call(engines, warm)
         engines.warmed = True
 
     async def stop(self) -> None:
@@ -131,6 +161,8 @@ class Executor:
         for engines in (self.primary, self.fallback):
             if engines is not None:
                 engines.pool.shutdown(wait=False, cancel_futures=True)
+                if isinstance(engines.synth, EngineProcess) and (engines is not self.primary or self.owns_primary):
+                    await asyncio.to_thread(engines.synth.close)
         self._frontend_pool.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ work
@@ -154,7 +186,7 @@ class Executor:
         """One batched chunk step; re-run on the fallback if the primary raises."""
         return await self._serve(lambda synth: synth.run_step(jobs), step=True)
 
-    async def _serve(self, work: Callable[[Synthesizer], T], *, step: bool = False) -> T:
+    async def _serve(self, work: Callable[[StepRunner], T], *, step: bool = False) -> T:
         first = self.primary if self.primary.healthy or self.fallback is None else self.fallback
         try:
             result = await self._call(first, lambda: work(first.synth), step=step)
@@ -236,7 +268,11 @@ class Executor:
         return out
 
 
-def _rebuild(synth: Synthesizer) -> None:
+def _rebuild(synth: StepRunner) -> None:
+    if isinstance(synth, EngineProcess):
+        synth.restart()  # a fresh process: its engines are built and warmed before it answers
+        return
+    assert isinstance(synth, Synthesizer)
     if synth.device.type == "cuda":
         torch.cuda.empty_cache()  # after an OOM the caching allocator may hold the memory the rebuild needs
     synth.build_engines()

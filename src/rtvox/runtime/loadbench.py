@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rtvox.runtime.engine_process import EngineProcess
 from rtvox.runtime.executor import warm_up
 from rtvox.runtime.service import ServiceConfig, TTSService
 from rtvox.runtime.synthesizer import Synthesizer
@@ -223,9 +224,14 @@ async def _run_level(
     return records, errors, time.perf_counter() - start
 
 
-def _device_spans(synth: Synthesizer) -> dict[str, float] | None:
-    spans = synth.pipeline.spans if synth.pipeline is not None else None
-    return spans.totals() if spans is not None else None
+def _device_spans(service: TTSService) -> dict[str, float] | None:
+    """The primary engines' DeviceSpans totals, in this process or in the engine process."""
+    assert service._executor is not None
+    engines = service._executor.primary.synth
+    if isinstance(engines, EngineProcess):
+        return engines.device_spans()
+    pipeline = getattr(engines, "pipeline", None)
+    return pipeline.spans.totals() if pipeline is not None and pipeline.spans is not None else None
 
 
 def _device_use(before: dict[str, float] | None, after: dict[str, float] | None, wall: float) -> dict[str, float]:
@@ -277,17 +283,29 @@ def run_load_bench(
         pool.submit(run_baseline, synth, texts[:baseline_requests], realistic_durations).result()
         baseline = pool.submit(run_baseline, synth, texts[:baseline_requests], realistic_durations).result()
     say(f"baseline: {baseline}")
+    engine_process = None
+    if config.engine_process is not None:
+        # The baseline above ran in this process, as always; the levels use one engine process for all of them
+        # (a service per level would rebuild it each time), with a CPU synthesizer here preparing requests.
+        device_name, _, backend_name = config.engine_process.partition(":")
+        host = Synthesizer(synth.model_dir, device="cpu", backend="eager")
+        engine_process = EngineProcess(synth.model_dir, device_name, backend_name or "auto", host)
+        del synth
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        synth = host
+        engine_process.start()
 
     async def run_one(n: int, rng: np.random.Generator, listen: bool) -> LevelResult:
-        service = TTSService(synth, config)
+        service = TTSService(synth, config, engine_process=engine_process)
         await service.start()
-        spans_before = _device_spans(synth)
+        spans_before = _device_spans(service)
         records, errors, wall = await _run_level(
             service, texts, n, level_duration_s, think_time_s, realistic_durations, rng, listen
         )
         hist = service.stats()["batch_size_histogram"]
         primary = service.health()["engines"]["primary"]
-        device = _device_use(spans_before, _device_spans(synth), wall)
+        device = _device_use(spans_before, _device_spans(service), wall)
         await service.stop()
         ttfa = [r.ttfa_s for r in records]
         level = LevelResult(
@@ -326,7 +344,11 @@ def run_load_bench(
         saturation = await run_one(saturation_clients, rng, listen=False) if saturation_clients > 0 else None
         return results, saturation
 
-    results, saturation = asyncio.run(levels_main())
+    try:
+        results, saturation = asyncio.run(levels_main())
+    finally:
+        if engine_process is not None:
+            engine_process.close()
     passing = [lv.concurrency for lv in results if lv.passed]
     best = max((lv.audio_s_per_s for lv in [*results, *([saturation] if saturation else [])]), default=0.0)
     return LoadBenchResult(
@@ -337,8 +359,9 @@ def run_load_bench(
             "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(),
             "load_average_1_5_15": list(os.getloadavg()),  # other work on the machine during the run
-            "device": str(synth.device),
-            "backend": synth.backend,
+            "device": str(synth.device if engine_process is None else engine_process.device),
+            "backend": synth.backend if engine_process is None else engine_process.info.get("backend"),
+            "engine_process": config.engine_process,
             "model": str(synth.model_dir),
         },
         settings={

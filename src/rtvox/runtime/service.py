@@ -28,7 +28,8 @@ import numpy as np
 from rtvox.constants import MAX_INPUT_CHARS, SAMPLE_RATE
 from rtvox.errors import InputError, TextError
 from rtvox.runtime.cache import EmbeddingCache
-from rtvox.runtime.executor import Executor
+from rtvox.runtime.engine_process import EngineProcess
+from rtvox.runtime.executor import Executor, StepRunner
 from rtvox.runtime.sched_types import (
     DEFAULT_BUCKET_EDGES,
     BatchResult,
@@ -84,6 +85,10 @@ class ServiceConfig:
     # loop to yield it, up to one interval each time (Python's default: 5 ms): on an H200 under saturation the steps
     # spent ~18 of their 40 ms with the device idle, most of it waiting so (load_h200_graphs_9a.json).
     gil_switch_interval_ms: float | None = 0.5
+    # Run the primary engines in a child process of their own ("DEVICE" or "DEVICE:BACKEND", e.g. "cuda:graphs";
+    # None: on a thread of this process). The synthesizer given to the service then only prepares requests (give it
+    # a CPU one) and, unless fallback_device is None, is the fallback too. rtvox.runtime.engine_process says why.
+    engine_process: str | None = None
 
     def __post_init__(self) -> None:
         if self.batches_in_flight < 1:
@@ -190,11 +195,19 @@ class TTSService:
     """
 
     def __init__(
-        self, synthesizer: Synthesizer, config: ServiceConfig = ServiceConfig(), *, fallback: Synthesizer | None = None
+        self,
+        synthesizer: Synthesizer,
+        config: ServiceConfig = ServiceConfig(),
+        *,
+        fallback: Synthesizer | None = None,
+        engine_process: EngineProcess | None = None,
     ) -> None:
+        """engine_process: a caller-owned EngineProcess (started here if it is not running, left running at stop)
+        as the primary engines; `config.engine_process` makes one that the service owns instead."""
         self.synthesizer = synthesizer
         self.config = config
         self._fallback = fallback
+        self._engine_process = engine_process
         self._scheduler = Scheduler(
             SchedulerConfig(
                 max_batch_size=config.max_batch,
@@ -231,13 +244,24 @@ class TTSService:
                 EmbeddingCache, synth.embedding_cache.local.capacity, redis_url=self.config.redis_url
             )
             synth.embedding_cache = cache
+        primary: StepRunner = synth
+        owned = False
+        if self._engine_process is not None:
+            primary = self._engine_process
+        elif self.config.engine_process is not None:
+            device, _, backend = self.config.engine_process.partition(":")
+            primary, owned = EngineProcess(synth.model_dir, device, backend or "auto", synth), True
+        if primary is not synth and self.config.fallback_device is not None:
+            self._fallback = synth  # the host side serves when the engine process cannot
         if self._fallback is None and self.config.fallback_device is not None:
             self._fallback = await asyncio.to_thread(self._build_fallback, self.config.fallback_device)
-        if self._fallback is not None:
+        if self._fallback is not None and self._fallback is not synth:
             # One voice store and one cache: a voice cloned through the service is visible to both engine sets.
             self._fallback.voices = synth.voices
             self._fallback.embedding_cache = synth.embedding_cache
-        self._executor = Executor(synth, self._fallback, frontend_processes=self.config.frontend_processes)
+        self._executor = Executor(
+            primary, self._fallback, frontend_processes=self.config.frontend_processes, owns_primary=owned
+        )
         await self._executor.start()
         self._wake = asyncio.Event()  # bound to the running loop
         self._loop_task = asyncio.get_running_loop().create_task(self._loop(), name="rtvox-service-loop")

@@ -37,6 +37,7 @@ class ServerConfig:
     first_chunk_wait_ms: float | None = None  # batch wait of a request's first chunk; None → max_wait_ms
     frontend_processes: int = 0  # text frontend worker processes; 0 → one thread in the server process
     batches_in_flight: int = 1  # batches queued to the engines at once (2: the next forms while a step runs)
+    engine_process: bool = False  # the engines in a process of their own (the server's own GIL stays free)
     voices_dir: str | None = None  # where clones are kept; None → $RTVOX_VOICES_DIR or the user data dir
     log_level: str = "info"
     model_aliases: tuple[str, ...] = field(

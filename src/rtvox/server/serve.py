@@ -18,7 +18,9 @@ def build_service(config: ServerConfig) -> SpeechService:
     from rtvox.runtime.synthesizer import Synthesizer
 
     voices_dir = Path(config.voices_dir) if config.voices_dir else None
-    synth = Synthesizer(config.model, device=config.device, backend=config.backend, voices_dir=voices_dir)
+    # With the engines in their own process this one prepares requests and is their fallback: it stays on the CPU.
+    device, backend = ("cpu", "eager") if config.engine_process else (config.device, config.backend)
+    synth = Synthesizer(config.model, device=device, backend=backend, voices_dir=voices_dir)
     service_config = ServiceConfig(
         max_batch=config.max_batch,
         max_wait_ms=config.max_wait_ms,
@@ -26,7 +28,8 @@ def build_service(config: ServerConfig) -> SpeechService:
         max_chars=config.max_input_chars,
         default_deadline_s=config.deadline_s,
         # A CPU primary has nothing to fall back to; a GPU one falls back to the same weights on the CPU.
-        fallback_device=None if synth.device.type == "cpu" else "cpu",
+        fallback_device="cpu" if config.engine_process or synth.device.type != "cpu" else None,
+        engine_process=f"{config.device}:{config.backend}" if config.engine_process else None,
         redis_url=config.redis_url,
         first_chunk_wait_ms=config.first_chunk_wait_ms,
         frontend_processes=config.frontend_processes,
