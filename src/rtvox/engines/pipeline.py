@@ -27,6 +27,7 @@ grid up front).
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -101,6 +102,7 @@ class DeviceSpans:
         self.steps = 0
         self.encode_s = 0.0
         self.decode_s = 0.0
+        self.host: dict[str, float] = {}  # host seconds per phase of the steps (`host_phase`), summed
         self._pending: list[tuple[Any, Any, Any, Any]] = []
 
     def mark(self) -> Any:
@@ -123,7 +125,13 @@ class DeviceSpans:
 
     def totals(self) -> dict[str, float]:
         self.settle()
-        return {"steps": self.steps, "encode_s": self.encode_s, "decode_s": self.decode_s}
+        return {"steps": self.steps, "encode_s": self.encode_s, "decode_s": self.decode_s, **self.host}
+
+    def host_phase(self, name: str, seconds: float) -> None:
+        """Add host (wall) time of one phase of a step: prep, launch_encode, wait_encode, launch_decode, d2h,
+        chunks — where the engine thread's time goes beside the device spans."""
+        key = f"host_{name}_s"
+        self.host[key] = self.host.get(key, 0.0) + seconds
 
 
 def plan_decode_groups(
@@ -301,6 +309,7 @@ class PipelineEngine:
         slot = self._slot(batch, phonemes, tensors)
         spans = self.spans
         started = spans.mark() if spans is not None else None
+        t0 = time.perf_counter()
         with torch.inference_mode():
             for i, (dst, src) in enumerate(zip(slot.inputs, tensors, strict=True)):
                 dst.copy_(_pad(src, batch, phonemes if i < 2 else None), non_blocking=True)
@@ -308,8 +317,10 @@ class PipelineEngine:
             # returns may be scratch of one captured before it: outputs leave the pool before another program runs.
             hidden, durations = (t.clone() for t in slot.program.run())
             encoded = spans.mark() if spans is not None else None
+            t1 = time.perf_counter()
             lengths = [int(n) for n in durations[:rows].sum(1).tolist()]  # the one host read
             decoding = spans.mark() if spans is not None else None
+            t2 = time.perf_counter()
             self._bucket(self.profile.frames, max(lengths), "frames")
             tilts = torch.zeros(rows) if tilt is None else tilt.float().cpu()
             out: list[Tensor | None] = [None] * rows
@@ -328,6 +339,9 @@ class PipelineEngine:
                     out[row] = samples
             if spans is not None:
                 spans.add(started, encoded, decoding, spans.mark())
+                spans.host_phase("launch_encode", t1 - t0)
+                spans.host_phase("wait_encode", t2 - t1)
+                spans.host_phase("launch_decode", time.perf_counter() - t2)
             return [w for w in out if w is not None], lengths, durations[:rows, :length]
 
     @staticmethod

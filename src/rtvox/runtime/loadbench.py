@@ -120,6 +120,8 @@ class LevelResult:
     device_busy: float = float("nan")
     device_encode_ms_mean: float = float("nan")
     device_decode_ms_mean: float = float("nan")
+    # the engine thread's wall ms per step by phase (prep, launch_encode, wait_encode, launch_decode, d2h, chunks)
+    host_ms_per_step: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -234,16 +236,22 @@ def _device_spans(service: TTSService) -> dict[str, float] | None:
     return pipeline.spans.totals() if pipeline is not None and pipeline.spans is not None else None
 
 
-def _device_use(before: dict[str, float] | None, after: dict[str, float] | None, wall: float) -> dict[str, float]:
+def _device_use(before: dict[str, float] | None, after: dict[str, float] | None, wall: float) -> dict[str, Any]:
     """LevelResult's device fields from two DeviceSpans totals (empty when the backend keeps none)."""
     if before is None or after is None:
         return {}
     steps = max(1.0, after["steps"] - before["steps"])
     encode, decode = after["encode_s"] - before["encode_s"], after["decode_s"] - before["decode_s"]
+    host = {
+        key.removeprefix("host_").removesuffix("_s"): round((value - before.get(key, 0.0)) / steps * 1000.0, 3)
+        for key, value in after.items()
+        if key.startswith("host_")
+    }
     return {
         "device_busy": (encode + decode) / wall,
         "device_encode_ms_mean": encode / steps * 1000.0,
         "device_decode_ms_mean": decode / steps * 1000.0,
+        "host_ms_per_step": host,
     }
 
 

@@ -9,6 +9,7 @@ batched row's audio equals that chunk run alone. Owns no queues; the scheduler d
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -186,19 +187,29 @@ def run_pipeline_step(
     and a group whose longest row is past its frame buckets runs on the per-module `engines` instead."""
     out: list[AudioChunk] = []
     size = pipeline.profile.batch.max
+    spans = pipeline.spans
     for start in range(0, len(jobs), size):
         group = jobs[start : start + size]
+        t0 = time.perf_counter()
         rows = [encode_row(job) for job in group]
         tilt = torch.tensor([job.prepared.tilt for job in group], dtype=torch.float32)
+        inputs = PipelineInputs(*encode_inputs(rows, torch.device("cpu")))
+        t1 = time.perf_counter()
         try:
-            wavs, _, durations = pipeline.run_rows(PipelineInputs(*encode_inputs(rows, torch.device("cpu"))), tilt)
+            wavs, _, durations = pipeline.run_rows(inputs, tilt)
         except ProfileExceededError:
             out.extend(run_chunk_step(engines, group, device, context_frames=context_frames))
             continue
+        t2 = time.perf_counter()
         samples, per_id = rows_to_host(wavs, durations)
+        t3 = time.perf_counter()
         for row, job in enumerate(group):
             n_ids = len(job.prepared.chunks[job.index].ids)
             out.append(audio_chunk(job, samples[row], per_id[row, :n_ids].tolist()))
+        if spans is not None:  # the host side of the step beside its device spans (run_rows adds its own phases)
+            spans.host_phase("prep", t1 - t0)
+            spans.host_phase("d2h", t3 - t2)
+            spans.host_phase("chunks", time.perf_counter() - t3)
     return out
 
 

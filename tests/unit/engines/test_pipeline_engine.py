@@ -164,5 +164,12 @@ def test_device_spans_fold_in_finished_steps_only(bundle: ModelBundle) -> None:
     spans.add(_FakeEvent(20), _FakeEvent(21), _FakeEvent(22), running)  # still on the device
     assert spans.totals() == {"steps": 1, "encode_s": pytest.approx(0.002), "decode_s": pytest.approx(0.007)}
     running.done = True
-    assert spans.totals() == {"steps": 2, "encode_s": pytest.approx(0.003), "decode_s": pytest.approx(0.015)}
+    spans.host_phase("d2h", 0.004)
+    spans.host_phase("d2h", 0.002)
+    assert spans.totals() == {
+        "steps": 2,
+        "encode_s": pytest.approx(0.003),
+        "decode_s": pytest.approx(0.015),
+        "host_d2h_s": pytest.approx(0.006),
+    }
     assert PipelineEngine(bundle, CPU, ShapeProfile.preset("ci"), dtype=torch.float32, compile_mode=None).spans is None

@@ -39,9 +39,10 @@ def test_tiny_run_gives_a_json_able_result(rsynth: Synthesizer) -> None:
 
 
 def test_device_use_is_the_spans_share_of_wall_time_and_their_means() -> None:
-    before = {"steps": 10, "encode_s": 1.0, "decode_s": 2.0}
-    after = {"steps": 30, "encode_s": 1.2, "decode_s": 2.6}
+    before = {"steps": 10, "encode_s": 1.0, "decode_s": 2.0, "host_d2h_s": 0.5}
+    after = {"steps": 30, "encode_s": 1.2, "decode_s": 2.6, "host_d2h_s": 0.6, "host_prep_s": 0.04}
     use = _device_use(before, after, wall=2.0)
+    assert use["host_ms_per_step"] == {"d2h": pytest.approx(5.0), "prep": pytest.approx(2.0)}
     assert use["device_busy"] == pytest.approx(0.4)  # (0.2 + 0.6) s of 2 s
     assert use["device_encode_ms_mean"] == pytest.approx(10.0) and use["device_decode_ms_mean"] == pytest.approx(30.0)
     assert _device_use(None, after, 2.0) == {} and _device_use(before, None, 2.0) == {}
