@@ -233,8 +233,9 @@ def serve(
     model: Annotated[str | None, typer.Option(envvar="RTVOX_MODEL", help="Model directory or shipped name")] = None,
     device: Annotated[str, typer.Option(envvar="RTVOX_DEVICE", help="auto, cpu or cuda")] = "auto",
     backend: Annotated[
-        str, typer.Option(envvar="RTVOX_BACKEND", help="Engine backend (graphs: the captured GPU pipeline)")
-    ] = "eager",
+        str,
+        typer.Option(envvar="RTVOX_BACKEND", help="Engine backend (auto: the captured pipeline on a GPU, else eager)"),
+    ] = "auto",
     api_key: Annotated[
         list[str] | None, typer.Option(help="Accepted Bearer key (repeatable; env RTVOX_API_KEYS, comma separated)")
     ] = None,
@@ -246,16 +247,24 @@ def serve(
     ] = None,
     max_upload_mb: Annotated[float, typer.Option(envvar="RTVOX_MAX_UPLOAD_MB", help="Largest reference clip")] = 10.0,
     max_queue: Annotated[int, typer.Option(envvar="RTVOX_MAX_QUEUE", help="Live requests before 429")] = 256,
-    max_batch: Annotated[int, typer.Option(envvar="RTVOX_MAX_BATCH", help="Chunks per batched engine call")] = 16,
+    max_batch: Annotated[
+        int | None, typer.Option(envvar="RTVOX_MAX_BATCH", help="Chunks per batched engine call (64 GPU, 16 CPU)")
+    ] = None,
     max_wait_ms: Annotated[float, typer.Option(envvar="RTVOX_MAX_WAIT_MS", help="Batch wait")] = 10.0,
     deadline_s: Annotated[float, typer.Option(envvar="RTVOX_DEADLINE_S", help="Per-request budget, 0: none")] = 60.0,
     first_chunk_wait_ms: Annotated[
         float | None,
-        typer.Option(envvar="RTVOX_FIRST_CHUNK_WAIT_MS", help="Batch wait of first chunks (default: --max-wait-ms)"),
+        typer.Option(
+            envvar="RTVOX_FIRST_CHUNK_WAIT_MS",
+            help="Batch wait of first chunks (default: 0 on a GPU, --max-wait-ms on the CPU)",
+        ),
     ] = None,
     frontend_processes: Annotated[
-        int, typer.Option(envvar="RTVOX_FRONTEND_PROCESSES", help="Text frontend worker processes (0: a thread)")
-    ] = 0,
+        int | None,
+        typer.Option(
+            envvar="RTVOX_FRONTEND_PROCESSES", help="Text frontend worker processes (0: a thread; default 8 GPU, 0 CPU)"
+        ),
+    ] = None,
     batches_in_flight: Annotated[
         int,
         typer.Option(

@@ -24,18 +24,19 @@ class ServerConfig:
     port: int = DEFAULT_PORT
     model: str | None = None  # model directory or shipped model name; None → the shipped default
     device: str = "auto"  # auto, cpu, cuda or cuda:N
-    backend: str = "eager"  # engine backend name (rtvox.engines registry)
+    backend: str = "auto"  # engine backend; auto: the captured pipeline ("graphs") on a GPU, eager on the CPU
     api_keys: tuple[str, ...] = ()  # accepted Bearer tokens; empty → no authentication
     cors_origins: tuple[str, ...] = ()  # origins allowed by CORS; empty → no CORS headers; "*" → any
     redis_url: str | None = None  # shared embedding cache and cloned-voice table; None → local only
     max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES  # largest reference clip accepted, encoded bytes
     max_input_chars: int = MAX_INPUT_CHARS  # longest `input`/`text`, as OpenAI's limit
     max_queue: int = 256  # live requests in the runtime before new ones get 429
-    max_batch: int = 16  # chunks per batched engine call
+    max_batch: int | None = None  # chunks per batched engine call; None: 64 on a GPU, 16 on the CPU
     max_wait_ms: float = 10.0  # how long a partial batch waits for company
     deadline_s: float | None = 60.0  # per-request time budget; None → no deadline
-    first_chunk_wait_ms: float | None = None  # batch wait of a request's first chunk; None → max_wait_ms
-    frontend_processes: int = 0  # text frontend worker processes; 0 → one thread in the server process
+    first_chunk_wait_ms: float | None = None  # batch wait of a first chunk; None → 0 on a GPU, max_wait_ms on the CPU
+    # text frontend worker processes; 0 → one thread in the server process; None → up to 8 on a GPU, 0 on the CPU
+    frontend_processes: int | None = None
     batches_in_flight: int = 1  # batches queued to the engines at once (2: the next forms while a step runs)
     engine_process: bool = False  # the engines in a process of their own (the server's own GIL stays free)
     voices_dir: str | None = None  # where clones are kept; None → $RTVOX_VOICES_DIR or the user data dir
@@ -54,11 +55,11 @@ class ServerConfig:
         first = self.first_chunk_wait_ms
         if first is not None and (not math.isfinite(first) or first < 0):
             raise ValueError(f"first_chunk_wait_ms must be a finite number ≥ 0, got {first}")
-        if self.frontend_processes < 0:
+        if self.frontend_processes is not None and self.frontend_processes < 0:
             raise ValueError(f"frontend_processes must be ≥ 0, got {self.frontend_processes}")
         if self.batches_in_flight < 1:
             raise ValueError(f"batches_in_flight must be ≥ 1, got {self.batches_in_flight}")
-        if self.max_queue < 1 or self.max_batch < 1:
+        if self.max_queue < 1 or (self.max_batch is not None and self.max_batch < 1):
             raise ValueError("max_queue and max_batch must be at least 1")
         if not math.isfinite(self.max_wait_ms) or self.max_wait_ms < 0:
             raise ValueError(f"max_wait_ms must be a finite number ≥ 0, got {self.max_wait_ms}")

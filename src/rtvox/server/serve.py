@@ -11,28 +11,39 @@ log = logging.getLogger("rtvox.server")
 
 
 def build_service(config: ServerConfig) -> SpeechService:
-    """The real TTSService for `config`: a Synthesizer on the chosen device, with a CPU fallback on GPUs."""
+    """The real TTSService for `config`: a Synthesizer on the chosen device, with a CPU fallback on GPUs; unset
+    settings take the device's defaults."""
+    import os
     from pathlib import Path
 
     from rtvox.runtime.service import ServiceConfig, TTSService
-    from rtvox.runtime.synthesizer import Synthesizer
+    from rtvox.runtime.synthesizer import Synthesizer, resolve_device
 
     voices_dir = Path(config.voices_dir) if config.voices_dir else None
+    gpu = resolve_device(config.device).type == "cuda"
+    # Defaults by device (BENCHMARKS.md, serving load): on a GPU the captured pipeline, batches of up to 64 chunks,
+    # first chunks sent at once, the frontend in worker processes; on the CPU eager engines, batches of 16.
+    backend = config.backend if config.backend != "auto" else ("graphs" if gpu else "eager")
+    max_batch = config.max_batch or (64 if gpu else 16)
+    first_wait = config.first_chunk_wait_ms if config.first_chunk_wait_ms is not None else (0.0 if gpu else None)
+    frontends = config.frontend_processes
+    if frontends is None:
+        frontends = min(8, max(0, (os.cpu_count() or 1) - 2)) if gpu else 0
     # With the engines in their own process this one prepares requests and is their fallback: it stays on the CPU.
-    device, backend = ("cpu", "eager") if config.engine_process else (config.device, config.backend)
-    synth = Synthesizer(config.model, device=device, backend=backend, voices_dir=voices_dir)
+    device, host_backend = ("cpu", "eager") if config.engine_process else (config.device, backend)
+    synth = Synthesizer(config.model, device=device, backend=host_backend, voices_dir=voices_dir)
     service_config = ServiceConfig(
-        max_batch=config.max_batch,
+        max_batch=max_batch,
         max_wait_ms=config.max_wait_ms,
         max_queue=config.max_queue,
         max_chars=config.max_input_chars,
         default_deadline_s=config.deadline_s,
         # A CPU primary has nothing to fall back to; a GPU one falls back to the same weights on the CPU.
         fallback_device="cpu" if config.engine_process or synth.device.type != "cpu" else None,
-        engine_process=f"{config.device}:{config.backend}" if config.engine_process else None,
+        engine_process=f"{config.device}:{backend}" if config.engine_process else None,
         redis_url=config.redis_url,
-        first_chunk_wait_ms=config.first_chunk_wait_ms,
-        frontend_processes=config.frontend_processes,
+        first_chunk_wait_ms=first_wait,
+        frontend_processes=frontends,
         batches_in_flight=config.batches_in_flight,
     )
     return TTSService(synth, service_config)

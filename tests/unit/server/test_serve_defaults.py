@@ -1,0 +1,49 @@
+"""`rtvox serve` settings left unset take the device's defaults: the captured pipeline and GPU batching on a GPU,
+eager engines and small batches on the CPU; whatever the user sets wins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+import rtvox.runtime.synthesizer as synthesizer_module
+from rtvox.server.config import ServerConfig
+from rtvox.server.serve import build_service
+
+
+class _FakeSynth:
+    def __init__(self, model: Any, *, device: str, backend: str, voices_dir: Any = None) -> None:
+        self.device = torch.device("cuda" if device in ("auto", "cuda") else device)
+        self.backend = backend
+
+
+@pytest.fixture
+def on_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(synthesizer_module, "resolve_device", lambda device: torch.device("cuda"))
+    monkeypatch.setattr(synthesizer_module, "Synthesizer", _FakeSynth)
+
+
+def test_gpu_defaults_are_the_serving_load_settings(on_gpu: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    service: Any = build_service(ServerConfig())
+    assert service.synthesizer.backend == "graphs"
+    cfg = service.config
+    assert (cfg.max_batch, cfg.first_chunk_wait_ms, cfg.frontend_processes, cfg.fallback_device) == (64, 0.0, 8, "cpu")
+
+
+def test_settings_given_win_over_the_gpu_defaults(on_gpu: None) -> None:
+    config = ServerConfig(backend="eager", max_batch=8, first_chunk_wait_ms=5.0, frontend_processes=0)
+    service: Any = build_service(config)
+    assert service.synthesizer.backend == "eager"
+    cfg = service.config
+    assert (cfg.max_batch, cfg.first_chunk_wait_ms, cfg.frontend_processes) == (8, 5.0, 0)
+
+
+def test_cpu_defaults_stay_eager_and_small(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(synthesizer_module, "Synthesizer", _FakeSynth)
+    service: Any = build_service(ServerConfig(device="cpu"))
+    assert service.synthesizer.backend == "eager"
+    cfg = service.config
+    assert (cfg.max_batch, cfg.first_chunk_wait_ms, cfg.frontend_processes, cfg.fallback_device) == (16, None, 0, None)
