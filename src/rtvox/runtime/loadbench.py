@@ -369,7 +369,6 @@ def run_load_bench(
             "load_average_1_5_15": list(os.getloadavg()),  # other work on the machine during the run
             "device": str(synth.device if engine_process is None else engine_process.device),
             "backend": synth.backend if engine_process is None else engine_process.info.get("backend"),
-            "engine_process": config.engine_process,
             "model": str(synth.model_dir),
         },
         settings={
@@ -386,6 +385,8 @@ def run_load_bench(
             "max_queue": config.max_queue,
             "frontend_processes": config.frontend_processes,
             "batches_in_flight": config.batches_in_flight,
+            "gil_switch_interval_ms": config.gil_switch_interval_ms,
+            "engine_process": config.engine_process,
             "bucket_edges": None if config.bucket_edges is None else list(config.bucket_edges),
             "saturation_clients": saturation_clients,
             "seed": seed,
