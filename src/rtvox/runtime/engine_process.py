@@ -168,6 +168,12 @@ class EngineProcess:
         self._lock = threading.Lock()  # one step in flight: the engine set's one thread, or a rebuild
         self.info: dict[str, Any] = {}
 
+    @classmethod
+    def from_spec(cls, spec: str, host: Any) -> EngineProcess:
+        """From `ServiceConfig.engine_process`'s "DEVICE" or "DEVICE:BACKEND" (backend "auto" when not given)."""
+        device, _, backend = spec.partition(":")
+        return cls(host.model_dir, device, backend or "auto", host)
+
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
         """Spawn the child and wait until its engines are built and warm (EngineProcessError if they fail)."""

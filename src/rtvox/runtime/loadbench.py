@@ -295,9 +295,8 @@ def run_load_bench(
     if config.engine_process is not None:
         # The baseline above ran in this process, as always; the levels use one engine process for all of them
         # (a service per level would rebuild it each time), with a CPU synthesizer here preparing requests.
-        device_name, _, backend_name = config.engine_process.partition(":")
         host = Synthesizer(synth.model_dir, device="cpu", backend="eager")
-        engine_process = EngineProcess(synth.model_dir, device_name, backend_name or "auto", host)
+        engine_process = EngineProcess.from_spec(config.engine_process, host)
         del synth
         if torch.cuda.is_available():
             torch.cuda.empty_cache()

@@ -249,8 +249,7 @@ class TTSService:
         if self._engine_process is not None:
             primary = self._engine_process
         elif self.config.engine_process is not None:
-            device, _, backend = self.config.engine_process.partition(":")
-            primary, owned = EngineProcess(synth.model_dir, device, backend or "auto", synth), True
+            primary, owned = EngineProcess.from_spec(self.config.engine_process, synth), True
         if primary is not synth and self.config.fallback_device is not None:
             self._fallback = synth  # the host side serves when the engine process cannot
         if self._fallback is None and self.config.fallback_device is not None:
