@@ -5,13 +5,17 @@ several batch sizes, tokens/s per stream and in aggregate, and achieved weight b
 
 Variants: `eager` (the forward as written), `graph` (that forward captured as one CUDA graph per (batch, table
 width) bucket), `inductor-graph` (Inductor-compiled kernels captured the same way), `compiled` (torch.compile
-"reduce-overhead", its own CUDA graphs). Each variant's first-step logits are compared with the first variant's.
+"reduce-overhead", its own CUDA graphs), `fused-graph` (rtvox.engines.ar_fused's five launches per layer, batch
+≤ 16, captured per bucket). Each variant's first-step logits are compared with the first variant's.
 
 Method: random weights of the preset (speed does not depend on them); B sequences are prefilled with a
 40-phoneme prompt, then `--steps` decode steps are timed (after `--warmup` untimed ones, which also capture the
-graphs) with the context growing as in real decoding. The floor of one step is reading every weight once:
-weight bytes / HBM bandwidth (4.8 TB/s for an H200's HBM3e; the issue's 4.3 TB/s is also reported). The KV cache
-read grows with the context and is reported beside it.
+graphs) with the context growing as in real decoding; the step's wall time includes the host's input copies,
+the graph launch and the argmax's host sync. For graph variants the step's device time is also measured (CUDA
+events around back-to-back replays). The floor of one step is reading every weight it uses once (the blocks,
+the final norm, the head, one embedding row; not the prompt-only embeddings): those bytes / HBM bandwidth
+(4.8 TB/s for an H200's HBM3e; the issue's 4.3 TB/s is also reported). The KV cache read grows with the context
+and is reported beside it.
 """
 
 from __future__ import annotations
@@ -38,12 +42,14 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-VARIANTS = {  # name -> (torch.compile mode, hand-captured CUDA graph)
-    "eager": (None, False),
-    "graph": (None, True),  # the eager forward captured per bucket
-    "inductor-graph": ("default", True),  # Inductor's fused kernels captured per bucket
-    "compiled": ("reduce-overhead", False),  # torch.compile's own CUDA graphs (cudagraph trees)
+VARIANTS = {  # name -> (torch.compile mode, hand-captured CUDA graph, decode kernels)
+    "eager": (None, False, "torch"),
+    "graph": (None, True, "torch"),  # the eager forward captured per bucket
+    "inductor-graph": ("default", True, "torch"),  # Inductor's fused kernels captured per bucket
+    "compiled": ("reduce-overhead", False, "torch"),  # torch.compile's own CUDA graphs (cudagraph trees)
+    "fused-graph": (None, True, "triton"),  # rtvox.engines.ar_fused (batch <= 16) captured per bucket
 }
+REPLAYS = 200  # back-to-back graph replays timed with CUDA events: the step's device time
 
 
 def bench_batch(
@@ -52,12 +58,12 @@ def bench_batch(
     config = model.config
     device = next(model.parameters()).device
     dtype = next(model.parameters()).dtype
-    compile_mode, graph = VARIANTS[variant]
+    compile_mode, graph, kernels = VARIANTS[variant]
     if device.type != "cuda":
         compile_mode, graph = ("default" if compile_mode else None), False
     per_seq = -(-(prompt + 3 + warmup + steps + 1) // block_size)
     cache = PagedKVCache(config, batch * per_seq + 1, block_size, device, dtype)
-    step = StaticDecodeStep(model, cache, compile_mode, graph)
+    step = StaticDecodeStep(model, cache, compile_mode, graph, kernels)
     tables = [list(range(b * per_seq, (b + 1) * per_seq)) for b in range(batch)]
     gen = torch.Generator().manual_seed(0)
     with torch.no_grad():
@@ -82,7 +88,10 @@ def bench_batch(
             if i >= warmup:
                 times.append(time.perf_counter() - t0)
             position += 1
-    weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+        device_ms = replay_ms(step) if graph else None
+        kernels_us = kernel_profile(step) if graph and PROFILE else None
+    all_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    weight_bytes = step_weight_bytes(model)
     median = statistics.median(times)
     kv_bytes = 2 * config.layers * position * config.dim * torch.finfo(dtype).bits // 8 * batch
     assert first is not None
@@ -94,12 +103,71 @@ def bench_batch(
         "tokens_per_s_total": round(batch / median, 1),
         "realtime_streams": batch if 1 / median >= TOKENS_PER_SECOND_OF_AUDIO else 0,
         "weight_bytes": weight_bytes,
+        "all_parameter_bytes": all_bytes,
         "kv_bytes_at_end": kv_bytes,
         "weight_floor_ms": {k: round(weight_bytes / v * 1e3, 4) for k, v in HBM_BYTES_PER_S.items()},
         "x_over_weight_floor": {k: round(median / (weight_bytes / v), 2) for k, v in HBM_BYTES_PER_S.items()},
         "achieved_weight_gb_per_s": round(weight_bytes / median / 1e9, 1),
     }
+    if device_ms is not None:  # the same step's GPU time alone: no host launch, input copies or sync
+        row["device_step_ms"] = round(device_ms, 4)
+        row["device_x_over_weight_floor"] = {
+            k: round(device_ms / 1e3 / (weight_bytes / v), 2) for k, v in HBM_BYTES_PER_S.items()
+        }
+        row["device_weight_gb_per_s"] = round(weight_bytes / (device_ms / 1e3) / 1e9, 1)
+    if kernels_us is not None:
+        row["kernels_us_per_step"] = kernels_us
     return row, first
+
+
+PROFILE = False  # --profile: per-kernel device time of graph variants
+
+
+def kernel_profile(step: StaticDecodeStep, replays: int = 20) -> dict[str, Any]:
+    """Device µs per step by kernel name (torch.profiler over graph replays; CUPTI sees the kernels inside)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    graph = list(step._graphs.values())[-1][0]
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(replays):
+            graph.replay()
+        torch.cuda.synchronize()
+    totals: dict[str, list[float]] = {}
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            entry = totals.setdefault(event.name[:80], [0.0, 0])
+            entry[0] += event.time_range.elapsed_us()
+            entry[1] += 1
+    rows = sorted(totals.items(), key=lambda kv: -kv[1][0])
+    return {
+        "total_us": round(sum(v[0] for _, v in rows) / replays, 2),
+        "launches": round(sum(v[1] for _, v in rows) / replays, 1),
+        "by_kernel": {k: [round(v[0] / replays, 2), round(v[1] / replays, 1)] for k, v in rows[:12]},
+    }
+
+
+def step_weight_bytes(model: ARDecoder) -> int:
+    """Weight bytes one decode step must read: every block, the final norm and the head, plus one row each of
+    the code and position embeddings (the count, text and cond embeddings are prompt-only)."""
+    read = [*model.blocks.parameters(), *model.norm.parameters(), *model.head.parameters()]
+    rows = 2 * model.config.dim
+    elem = model.head.weight.element_size()
+    return sum(p.numel() * p.element_size() for p in read) + rows * elem
+
+
+def replay_ms(step: StaticDecodeStep) -> float:
+    """Device time of one decode step: the last-used bucket's graph replayed REPLAYS times back to back between
+    two CUDA events (the host enqueues faster than the GPU runs them, so the span is the kernels' own time).
+    Replays rewrite the same cache slot with the same key, so the cache is unchanged."""
+    graph = list(step._graphs.values())[-1][0]
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    graph.replay()
+    start.record()
+    for _ in range(REPLAYS):
+        graph.replay()
+    end.record()
+    end.synchronize()
+    return float(start.elapsed_time(end)) / REPLAYS
 
 
 def bench_engine(model: ARDecoder, streams: int, tokens: int, variant: str, prompt: int) -> dict[str, Any]:
@@ -108,7 +176,7 @@ def bench_engine(model: ARDecoder, streams: int, tokens: int, variant: str, prom
     (duration control); time to first token and each stream's token rate against the audio's."""
     device = next(model.parameters()).device
     dtype = next(model.parameters()).dtype
-    compile_mode, graph = VARIANTS[variant]
+    compile_mode, graph, kernels = VARIANTS[variant]
     if device.type != "cuda":
         compile_mode, graph = ("default" if compile_mode else None), False
     config = model.config
@@ -122,6 +190,7 @@ def bench_engine(model: ARDecoder, streams: int, tokens: int, variant: str, prom
         static=True,
         compile_mode=compile_mode,
         cuda_graph=graph,
+        kernels=kernels,
     )
     gen = torch.Generator().manual_seed(1)
 
@@ -170,6 +239,28 @@ def bench_engine(model: ARDecoder, streams: int, tokens: int, variant: str, prom
     }
 
 
+def sweep_tiles(model: ARDecoder, args: argparse.Namespace) -> dict[str, Any]:
+    """fused-graph at batch 1 with each GEMV tile (rtvox.engines.ar_fused.GEMV_TILE), the default restored after."""
+    from rtvox.engines import ar_fused
+
+    default = ar_fused.GEMV_TILE
+    out: dict[str, Any] = {}
+    try:
+        for spec in args.fused_tiles.split(","):
+            block_n, block_k, warps = (int(v) for v in spec.split("x"))
+            ar_fused.GEMV_TILE = (block_n, block_k, warps)
+            try:
+                row, _ = bench_batch(model, 1, args.steps, args.warmup, args.block_size, "fused-graph", args.prompt)
+            except Exception as exc:
+                out[spec] = f"{type(exc).__name__}: {exc}"[:500]
+                continue
+            out[spec] = {k: row.get(k) for k in ("step_ms_p50", "device_step_ms", "device_x_over_weight_floor")}
+            print("tile", spec, json.dumps(out[spec]), file=sys.stderr, flush=True)
+    finally:
+        ar_fused.GEMV_TILE = default
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--preset", default="base")
@@ -181,10 +272,18 @@ def main() -> None:
     parser.add_argument("--prompt", type=int, default=40)
     parser.add_argument("--block-size", type=int, default=16)
     parser.add_argument("--variants", default="eager,graph,inductor-graph", help=f"some of {sorted(VARIANTS)}")
+    parser.add_argument(
+        "--fused-tiles",
+        default="",
+        help="batch-1 GEMV tiles of fused-graph to time, block_n x block_k x warps: e.g. 16x256x4,8x512x4",
+    )
     parser.add_argument("--engine-streams", default="", help="e.g. 1,256: also time the whole engine")
     parser.add_argument("--engine-tokens", type=int, default=150, help="codes per request (6 s at 25/s)")
     parser.add_argument("--engine-variants", default="eager,inductor-graph")
+    parser.add_argument("--profile", action="store_true", help="per-kernel device time of graph variants")
     args = parser.parse_args()
+    global PROFILE
+    PROFILE = args.profile
     device = torch.device(args.device)
     dtype = getattr(torch, args.dtype)
     for name in ("recompile_limit", "cache_size_limit"):  # one compiled graph per (batch, table width) bucket
@@ -222,6 +321,8 @@ def main() -> None:
             print(variant, json.dumps(row), file=sys.stderr, flush=True)
             rows.append(row)
         report["results"][variant] = rows
+    if args.fused_tiles:
+        report["fused_tiles"] = sweep_tiles(model, args)
     report["engine"] = {}
     for variant in [v for v in args.engine_variants.split(",") if args.engine_streams]:
         for streams in [int(n) for n in args.engine_streams.split(",")]:

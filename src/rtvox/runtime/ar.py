@@ -189,13 +189,31 @@ class StaticDecodeStep:
 
     `cuda_graph` captures each bucket by hand (torch.cuda.CUDAGraph over static input buffers, one shared memory
     pool), around the eager forward or an Inductor-compiled one (`compile_mode` without cudagraphs, e.g.
-    "default"): the forward has no host sync and no data-dependent shape, so a replay is the whole step."""
+    "default"): the forward has no host sync and no data-dependent shape, so a replay is the whole step.
+
+    `kernels="triton"` runs buckets of up to 16 rows through `rtvox.engines.ar_fused.FusedDecode` (five fused
+    launches per layer, attention reading the cache blocks in place) instead of the model's forward; larger
+    buckets keep the forward (cuBLAS GEMMs win there). Not combined with `compile_mode`."""
 
     def __init__(
-        self, model: ARDecoder, cache: PagedKVCache, compile_mode: str | None = None, cuda_graph: bool = False
+        self,
+        model: ARDecoder,
+        cache: PagedKVCache,
+        compile_mode: str | None = None,
+        cuda_graph: bool = False,
+        kernels: str = "torch",
     ) -> None:
         self.model = model
         self.cache = cache
+        if kernels not in ("torch", "triton"):
+            raise ValueError(f"kernels must be 'torch' or 'triton', not {kernels!r}")
+        if kernels == "triton" and compile_mode is not None:
+            raise ValueError("the fused Triton decode kernels are not compiled again: leave compile_mode None")
+        self._fused: Any = None
+        if kernels == "triton":
+            from rtvox.engines.ar_fused import FusedDecode  # triton is imported only when asked for
+
+            self._fused = FusedDecode(model, cache)
         self.scratch = cache.num_blocks - 1
         self.max_blocks = math.ceil(model.config.max_positions / cache.block_size)
         fn = self._forward
@@ -209,6 +227,8 @@ class StaticDecodeStep:
         self._pool: Any = None  # torch.cuda graph pool handle, shared by every bucket's graph
 
     def _forward(self, last: Tensor, positions: Tensor, tables: Tensor) -> Tensor:
+        if self._fused is not None and last.shape[0] <= self._fused.max_batch:
+            return self._fused(last, positions, tables)
         return self.model.forward_paged(self.model.code_embeddings(last), positions, self.cache, tables)
 
     @staticmethod
@@ -360,14 +380,16 @@ class ARDecodeEngine:
         static: bool = False,
         compile_mode: str | None = None,
         cuda_graph: bool = False,
+        kernels: str = "torch",
     ) -> None:
         """`static` pads decode steps to fixed shapes (StaticDecodeStep); `compile_mode` (e.g. "reduce-overhead",
-        or "default" with `cuda_graph`) compiles that step and `cuda_graph` captures it per bucket (CUDA only).
+        or "default" with `cuda_graph`) compiles that step and `cuda_graph` captures it per bucket (CUDA only);
+        `kernels="triton"` runs small buckets through the fused decode kernels (rtvox.engines.ar_fused).
         The cache gets one scratch block beyond `num_blocks` for padded prefill tokens and padded decode rows."""
         device = next(model.parameters()).device
         self.cache = PagedKVCache(model.config, num_blocks + 1, block_size, device, dtype)
         self.scheduler = ARScheduler(num_blocks, block_size, max_batch, model.config.max_positions)
-        step = StaticDecodeStep(model.eval(), self.cache, compile_mode, cuda_graph) if static else None
+        step = StaticDecodeStep(model.eval(), self.cache, compile_mode, cuda_graph, kernels) if static else None
         self.runner = ARRunner(model.eval(), self.cache, step)
         self.requests: dict[str, ARRequest] = {}
 

@@ -1,0 +1,367 @@
+"""Fused Triton kernels for the AR family's decode step (one new token per sequence, batch ≤ 16).
+
+The step as written launches ~15 kernels per layer (norm, QKV GEMM, two cache writes, two block gathers, mask,
+SDPA, output GEMM, residual, norm, two FFN GEMMs, GELU, residual); at batch 1 each costs a few µs even inside a
+CUDA graph while the layer's weights would stream in about one. Here a layer is five launches:
+
+1. `_linear` with LayerNorm: the residual stream of the layer is assembled in the prologue (the previous
+   layer's stream + the split-K partial sums of its FFN down projection + that projection's bias), normalized,
+   and multiplied by W_qkv (+ bias); the first program stores the assembled stream for the residual adds after.
+2. `_paged_attention`: per (sequence, head), writes the new token's key and value into its cache slot and
+   attends over the sequence's cached positions, reading the blocks in place through the block table (online
+   softmax, fp32), never gathering them into a dense copy.
+3. `_linear` split-K: the output projection's partial sums, no epilogue.
+4. `_linear` with LayerNorm: stream + projection partials + bias → LayerNorm → W_up + bias → exact GELU.
+5. `_linear` split-K: the FFN down projection's partial sums, folded into the next layer's prologue (or into
+   the head's).
+
+Split-K partials go to separate fp32 buffers and are summed in a fixed order by the consumer, so the step is
+deterministic (no atomics) and a row's result does not depend on its batch neighbours. The residual stream is
+kept in fp32 (the eager bf16 model rounds it to bf16 after every add), so logits agree with eager to bf16
+rounding, not bit for bit.
+
+Runs on CUDA; with TRITON_INTERPRET=1 set before triton is imported the same kernels run on the CPU in Triton's
+interpreter, which is how the unit tests check them against the eager forward.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from rtvox.errors import ModelError
+from rtvox.models.ar import ARDecoder, Block, PagedKVCache
+
+try:
+    import triton
+    import triton.language as tl
+
+    HAVE_TRITON = True
+except ImportError:  # pragma: no cover - the CPU install has no triton
+    HAVE_TRITON = False
+
+MAX_FUSED_BATCH = 16  # one tile of rows for the tensor-core path; larger decode batches use cuBLAS GEMMs
+DEFAULT_SMS = 132  # H100/H200; the interpreter has no device to ask
+# (block_n, block_k, num_warps) of `_linear`: batch 1 (CUDA-core GEMV) and batches 2-16 (tensor cores, 16 rows)
+GEMV_TILE = (16, 256, 4)
+DOT_TILE = (32, 128, 4)
+
+
+if HAVE_TRITON:
+
+    @triton.jit
+    def _load_stream(  # type: ignore[no-untyped-def]
+        base_ptr, part_ptr, bias_in_ptr, rows, k, mask, B, K, NUM_PARTS: tl.constexpr, HAS_BIAS_IN: tl.constexpr
+    ):
+        # x[rows, k] = base + Σ_s parts[s] + bias_in, in fp32 (rows [R, 1], k [1, C])
+        x = tl.load(base_ptr + rows * K + k, mask=mask, other=0.0).to(tl.float32)
+        for s in tl.static_range(NUM_PARTS):
+            x += tl.load(part_ptr + (s * B + rows) * K + k, mask=mask, other=0.0)
+        if HAS_BIAS_IN:
+            x += tl.load(bias_in_ptr + k, mask=k < K, other=0.0).to(tl.float32)
+        return x
+
+    @triton.jit
+    def _linear(  # type: ignore[no-untyped-def]
+        base_ptr,  # [B, K] input (any float dtype)
+        part_ptr,  # [NUM_PARTS, B, K] fp32 partial sums added to the input
+        bias_in_ptr,  # [K] bias added to the input (the partials' layer's bias)
+        xout_ptr,  # [B, K] fp32: the assembled input, stored by the first program (WRITE_X)
+        ln_w_ptr,
+        ln_b_ptr,
+        w_ptr,  # [N, K] weight, row-major
+        b_ptr,  # [N] bias
+        out_ptr,  # [SPLIT_K, B, N] fp32 partials, or [B, N] in out's dtype when SPLIT_K == 1
+        B,
+        N,
+        K,
+        k_per_split,
+        eps,
+        NUM_PARTS: tl.constexpr,
+        HAS_BIAS_IN: tl.constexpr,
+        WRITE_X: tl.constexpr,
+        HAS_LN: tl.constexpr,
+        HAS_BIAS: tl.constexpr,
+        GELU: tl.constexpr,
+        SPLIT_K: tl.constexpr,
+        BLOCK_B: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+        BLOCK_K: tl.constexpr,
+    ):
+        pid_n = tl.program_id(0)
+        pid_k = tl.program_id(1)
+        pid_b = tl.program_id(2)
+        rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)[:, None]  # [R, 1]
+        row_ok = rows < B
+        cols = tl.arange(0, BLOCK_K)[None, :]  # [1, C]
+        mean = tl.zeros([BLOCK_B, 1], dtype=tl.float32)
+        rstd = tl.zeros([BLOCK_B, 1], dtype=tl.float32)
+        if HAS_LN:  # row statistics over the whole input (SPLIT_K is 1 with LN)
+            acc1 = tl.zeros([BLOCK_B, BLOCK_K], dtype=tl.float32)
+            acc2 = tl.zeros([BLOCK_B, BLOCK_K], dtype=tl.float32)
+            for k0 in range(0, K, BLOCK_K):
+                k = k0 + cols
+                m = row_ok & (k < K)
+                x = _load_stream(base_ptr, part_ptr, bias_in_ptr, rows, k, m, B, K, NUM_PARTS, HAS_BIAS_IN)
+                if WRITE_X:  # noqa: SIM102 - Triton keeps compile-time and run-time branches apart
+                    if pid_n == 0:
+                        tl.store(xout_ptr + rows * K + k, x, mask=m)
+                acc1 += x
+                acc2 += x * x
+            mean = tl.sum(acc1, axis=1)[:, None] / K
+            rstd = 1.0 / tl.sqrt(tl.maximum(tl.sum(acc2, axis=1)[:, None] / K - mean * mean, 0.0) + eps)
+        n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # [N_blk]
+        n_ok = n < N
+        k_lo = pid_k * k_per_split
+        if BLOCK_B == 1:
+            acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
+        else:
+            acc_d = tl.zeros([BLOCK_B, BLOCK_N], dtype=tl.float32)
+        for k0 in range(k_lo, k_lo + k_per_split, BLOCK_K):
+            k = k0 + cols
+            k_ok = (k < K) & (k < k_lo + k_per_split)
+            m = row_ok & k_ok
+            x = _load_stream(base_ptr, part_ptr, bias_in_ptr, rows, k, m, B, K, NUM_PARTS, HAS_BIAS_IN)
+            if HAS_LN:
+                g = tl.load(ln_w_ptr + k, mask=k_ok, other=0.0).to(tl.float32)
+                beta = tl.load(ln_b_ptr + k, mask=k_ok, other=0.0).to(tl.float32)
+                x = (x - mean) * rstd * g + beta
+            x = tl.where(m, x, 0.0).to(w_ptr.dtype.element_ty)  # the input rounded as the eager Linear sees it
+            w = tl.load(w_ptr + n[:, None] * K + k, mask=n_ok[:, None] & k_ok, other=0.0)  # [N_blk, C]
+            if BLOCK_B == 1:
+                acc += w.to(tl.float32) * x.to(tl.float32)
+            else:
+                acc_d = tl.dot(x, tl.trans(w), acc_d)
+        if BLOCK_B == 1:  # noqa: SIM108 - a compile-time branch: only one of acc / acc_d exists
+            y = tl.sum(acc, axis=1)[None, :]  # [1, N_blk]
+        else:
+            y = acc_d
+        out_mask = row_ok & n_ok[None, :]
+        if SPLIT_K > 1:  # partial sums: the consumer adds them (and the bias) in a fixed order
+            tl.store(out_ptr + (pid_k * B + rows) * N + n[None, :], y, mask=out_mask)
+        else:
+            if HAS_BIAS:
+                y += tl.load(b_ptr + n, mask=n_ok, other=0.0).to(tl.float32)[None, :]
+            if GELU:
+                y = 0.5 * y * (1.0 + tl.erf(y * 0.7071067811865476))
+            tl.store(out_ptr + rows * N + n[None, :], y.to(out_ptr.dtype.element_ty), mask=out_mask)
+
+    @triton.jit
+    def _paged_attention(  # type: ignore[no-untyped-def]
+        qkv_ptr,  # [B, 3 * H * DH]: the new token's q, k, v
+        k_cache_ptr,  # this layer's keys [num_blocks * BS, H, DH]
+        v_cache_ptr,
+        tables_ptr,  # Long[B, W] block tables
+        pos_ptr,  # Long[B]: position of the new token
+        out_ptr,  # [B, H * DH]
+        W,
+        scale,
+        H: tl.constexpr,
+        DH: tl.constexpr,
+        BS: tl.constexpr,
+        BLOCK_T: tl.constexpr,
+    ):
+        b = tl.program_id(0)
+        h = tl.program_id(1)
+        D: tl.constexpr = H * DH
+        d = tl.arange(0, DH)
+        pos = tl.load(pos_ptr + b)
+        row = qkv_ptr + b * 3 * D + h * DH
+        q = tl.load(row + d).to(tl.float32)
+        k_new = tl.load(row + D + d)
+        v_new = tl.load(row + 2 * D + d)
+        slot = tl.load(tables_ptr + b * W + pos // BS) * BS + pos % BS
+        tl.store(k_cache_ptr + slot * D + h * DH + d, k_new.to(k_cache_ptr.dtype.element_ty))
+        tl.store(v_cache_ptr + slot * D + h * DH + d, v_new.to(v_cache_ptr.dtype.element_ty))
+        # the new token first (it is always visible), then the cached positions 0 .. pos-1 in tiles
+        k_self = k_new.to(k_cache_ptr.dtype.element_ty).to(tl.float32)
+        m_i = tl.sum(q * k_self, axis=0) * scale
+        l_i = m_i * 0.0 + 1.0
+        acc = v_new.to(v_cache_ptr.dtype.element_ty).to(tl.float32)
+        for t0 in range(0, pos, BLOCK_T):
+            t = t0 + tl.arange(0, BLOCK_T)
+            ok = t < pos
+            blk = tl.load(tables_ptr + b * W + t // BS, mask=ok, other=0)
+            offs = (blk * BS + t % BS)[:, None] * D + h * DH + d[None, :]
+            k = tl.load(k_cache_ptr + offs, mask=ok[:, None], other=0.0).to(tl.float32)
+            s = tl.where(ok, tl.sum(k * q[None, :], axis=1) * scale, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(s, axis=0))
+            alpha = tl.exp(m_i - m_new)
+            p = tl.exp(s - m_new)
+            v = tl.load(v_cache_ptr + offs, mask=ok[:, None], other=0.0).to(tl.float32)
+            l_i = l_i * alpha + tl.sum(p, axis=0)
+            acc = acc * alpha + tl.sum(p[:, None] * v, axis=0)
+            m_i = m_new
+        tl.store(out_ptr + b * D + h * DH + d, (acc / l_i).to(out_ptr.dtype.element_ty))
+
+    @triton.jit
+    def _embed(  # type: ignore[no-untyped-def]
+        codes_ptr, pos_ptr, code_emb_ptr, pos_emb_ptr, out_ptr, D, BLOCK_D: tl.constexpr
+    ):
+        b = tl.program_id(0)
+        d = tl.arange(0, BLOCK_D)
+        ok = d < D
+        c = tl.load(codes_ptr + b)
+        p = tl.load(pos_ptr + b)
+        x = tl.load(code_emb_ptr + c * D + d, mask=ok, other=0.0).to(tl.float32)
+        x += tl.load(pos_emb_ptr + p * D + d, mask=ok, other=0.0).to(tl.float32)
+        tl.store(out_ptr + b * D + d, x, mask=ok)
+
+
+@dataclass(frozen=True)
+class LinearPlan:
+    """Launch shape of one `_linear`: programs over N (and K splits, and row tiles)."""
+
+    block_b: int
+    block_n: int
+    block_k: int
+    split_k: int
+    k_per_split: int
+    num_warps: int
+
+
+def plan_linear(batch: int, n: int, k: int, sms: int, allow_split: bool) -> LinearPlan:
+    """Blocks so that about two waves of programs each stream a few KB of the weight per loop iteration; split K
+    (when the layer has no LayerNorm prologue) until there are enough programs to fill the GPU."""
+    block_b = 1 if batch == 1 else 16
+    block_n, block_k, warps = GEMV_TILE if batch == 1 else DOT_TILE
+    programs = math.ceil(n / block_n)
+    split = 1
+    if allow_split:
+        while programs * split * 2 <= 2 * sms and k // (split * 2) >= block_k:
+            split *= 2
+    k_per_split = math.ceil(math.ceil(k / split) / block_k) * block_k
+    split = math.ceil(k / k_per_split)
+    return LinearPlan(block_b, block_n, block_k, split, k_per_split, warps)
+
+
+def _launch_linear(
+    x: Tensor,
+    weight: Tensor,
+    out: Tensor,
+    plan: LinearPlan,
+    *,
+    parts: Tensor | None = None,
+    bias_in: Tensor | None = None,
+    x_out: Tensor | None = None,
+    ln: tuple[Tensor, Tensor, float] | None = None,
+    bias: Tensor | None = None,
+    gelu: bool = False,
+) -> None:
+    b, k = x.shape
+    n = weight.shape[0]
+    ln_w, ln_b, eps = ln if ln is not None else (weight, weight, 0.0)
+    grid = (math.ceil(n / plan.block_n), plan.split_k, math.ceil(b / plan.block_b))
+    _linear[grid](
+        x,
+        parts if parts is not None else x,
+        bias_in if bias_in is not None else weight,
+        x_out if x_out is not None else x,
+        ln_w,
+        ln_b,
+        weight,
+        bias if bias is not None else weight,
+        out,
+        b,
+        n,
+        k,
+        plan.k_per_split,
+        eps,
+        NUM_PARTS=0 if parts is None else parts.shape[0],
+        HAS_BIAS_IN=bias_in is not None,
+        WRITE_X=x_out is not None,
+        HAS_LN=ln is not None,
+        HAS_BIAS=bias is not None,
+        GELU=gelu,
+        SPLIT_K=plan.split_k,
+        BLOCK_B=plan.block_b,
+        BLOCK_N=plan.block_n,
+        BLOCK_K=plan.block_k,
+        num_warps=plan.num_warps,
+    )
+
+
+class FusedDecode:
+    """The decode forward of an ARDecoder over a PagedKVCache in 5 launches per layer (+ embedding and head).
+
+    Same contract as `ARDecoder.forward_paged` for one new token per row: codes Long[B, 1] (the last tokens),
+    positions Long[B, 1], block tables Long[B, W] → logits [B, out_vocab] in the model's dtype. Holds no state
+    between calls, so a CUDA graph captures one call per bucket (workspaces come from the graph's pool)."""
+
+    max_batch = MAX_FUSED_BATCH
+
+    def __init__(self, model: ARDecoder, cache: PagedKVCache) -> None:
+        if not HAVE_TRITON:
+            raise ModelError("the fused AR decode kernels need triton (pip install triton), which is not installed")
+        if model.config.head_dim & (model.config.head_dim - 1):
+            raise ModelError(f"the fused decode attention needs a power-of-two head size, not {model.config.head_dim}")
+        self.model = model
+        self.cache = cache
+        self.blocks = [b for b in model.blocks if isinstance(b, Block)]
+        device = cache.k.device
+        self.sms = (
+            torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else DEFAULT_SMS
+        )
+
+    @torch.no_grad()
+    def __call__(self, codes: Tensor, positions: Tensor, tables: Tensor) -> Tensor:
+        model, cfg = self.model, self.model.config
+        batch, dim = codes.shape[0], cfg.dim
+        if batch > MAX_FUSED_BATCH:
+            raise ModelError(f"the fused decode step takes at most {MAX_FUSED_BATCH} rows, not {batch}")
+        dev = codes.device
+        pos = positions.reshape(batch)
+        ff = cfg.ff_mult * dim
+        qkv_plan = plan_linear(batch, 3 * dim, dim, self.sms, allow_split=False)
+        proj_plan = plan_linear(batch, dim, dim, self.sms, allow_split=True)
+        up_plan = plan_linear(batch, ff, dim, self.sms, allow_split=False)
+        down_plan = plan_linear(batch, dim, ff, self.sms, allow_split=True)
+        head_plan = plan_linear(batch, cfg.out_vocab, dim, self.sms, allow_split=False)
+        wdt = model.head.weight.dtype
+        stream = [torch.empty(batch, dim, device=dev, dtype=torch.float32) for _ in range(2)]  # ping-pong
+        qkv = torch.empty(batch, 3 * dim, device=dev, dtype=wdt)
+        attn = torch.empty(batch, dim, device=dev, dtype=wdt)
+        hidden = torch.empty(batch, ff, device=dev, dtype=wdt)
+        proj_parts = torch.empty(proj_plan.split_k, batch, dim, device=dev, dtype=torch.float32)
+        down_parts = torch.empty(down_plan.split_k, batch, dim, device=dev, dtype=torch.float32)
+        _embed[(batch,)](
+            codes.reshape(batch), pos, model.codes.weight, model.pos.weight, stream[1], dim,
+            BLOCK_D=triton.next_power_of_2(dim),
+        )  # fmt: skip
+        prev_bias: Tensor | None = None  # the bias of the partials being folded in (None before the first layer)
+        width = tables.shape[1]
+        # cached positions per attention tile: the whole context of short buckets in one or two dependent loads
+        block_t = max(16, min(128, triton.next_power_of_2(width * self.cache.block_size)))
+        scale = 1.0 / math.sqrt(cfg.head_dim)
+        for layer, block in enumerate(self.blocks):
+            x_in, x_mid = stream[1], stream[0]  # x_in: the stream after the previous layer (still missing ΣP2)
+            _launch_linear(
+                x_in, block.qkv.weight, qkv, qkv_plan,
+                parts=down_parts if prev_bias is not None else None, bias_in=prev_bias, x_out=x_mid,
+                ln=(block.norm1.weight, block.norm1.bias, block.norm1.eps), bias=block.qkv.bias,
+            )  # fmt: skip
+            _paged_attention[(batch, cfg.heads)](
+                qkv, self.cache.k[layer], self.cache.v[layer], tables, pos, attn, width, scale,
+                H=cfg.heads, DH=cfg.head_dim, BS=self.cache.block_size, BLOCK_T=block_t,
+                num_warps=4 if block_t <= 64 else 8,
+            )  # fmt: skip
+            _launch_linear(attn, block.proj.weight, proj_parts, proj_plan)
+            up, down = block.ff[0], block.ff[2]
+            assert isinstance(up, torch.nn.Linear) and isinstance(down, torch.nn.Linear)
+            _launch_linear(
+                x_mid, up.weight, hidden, up_plan,
+                parts=proj_parts, bias_in=block.proj.bias, x_out=stream[1],
+                ln=(block.norm2.weight, block.norm2.bias, block.norm2.eps), bias=up.bias, gelu=True,
+            )  # fmt: skip
+            _launch_linear(hidden, down.weight, down_parts, down_plan)
+            prev_bias = down.bias
+        logits = torch.empty(batch, cfg.out_vocab, device=dev, dtype=wdt)
+        _launch_linear(
+            stream[1], model.head.weight, logits, head_plan,
+            parts=down_parts if prev_bias is not None else None, bias_in=prev_bias,
+            ln=(model.norm.weight, model.norm.bias, model.norm.eps),
+        )  # fmt: skip
+        return logits

@@ -1,0 +1,104 @@
+"""The fused AR decode kernels (rtvox.engines.ar_fused) against the model's paged forward, in Triton's interpreter
+on the CPU (TRITON_INTERPRET=1 is set before triton is imported, so each check runs in a child process); on the
+H200 tests/gpu/test_ar_serving_gpu.py runs them compiled in bf16."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("triton")
+
+PARITY = r"""
+import torch
+from rtvox.models.ar import ARConfig, ARDecoder, PagedKVCache
+from rtvox.engines.ar_fused import FusedDecode
+torch.manual_seed(0)
+cfg = ARConfig.preset("tiny", dim=64, heads=4, layers=3)
+model = ARDecoder(cfg).eval()
+for p in model.parameters():  # large enough that every layer, bias and norm moves the logits
+    torch.nn.init.normal_(p, 0, 0.2)
+bs = 4
+cases = {  # batch -> block tables (any order of blocks), positions (0 = nothing cached yet), last codes
+    1: ([[5, 2, 9, 11]], [13], [3]),
+    3: ([[5, 2, 9, 11], [1, 0, 3, 4], [7, 8, 6, 10]], [13, 6, 0], [3, 7, 1]),
+}
+for batch, case in cases.items():
+    tables, positions, codes = (torch.tensor(c) for c in case)
+    positions, codes = positions[:, None], codes[:, None]
+    ref = PagedKVCache(cfg, 20, bs, torch.device("cpu"), torch.float32)
+    ref.k.normal_(); ref.v.normal_()
+    fused = PagedKVCache(cfg, 20, bs, torch.device("cpu"), torch.float32)
+    fused.k.copy_(ref.k); fused.v.copy_(ref.v)
+    with torch.no_grad():
+        want = model.forward_paged(model.code_embeddings(codes), positions, ref, tables)
+        got = FusedDecode(model, fused)(codes, positions, tables)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert want.abs().max() > 0.5  # the logits are not trivially small
+    assert (got - want).abs().max() < 1e-4, (batch, (got - want).abs().max())
+    # the new keys and values landed in the same slots; nothing else moved
+    assert (fused.k - ref.k).abs().max() < 1e-4 and (fused.v - ref.v).abs().max() < 1e-4
+    # a wrong slot or a skipped cached position must show: drop position 0's key and the logits move
+    fused.k[:, tables[0, 0], 0] += 3.0
+    with torch.no_grad():
+        moved = FusedDecode(model, fused)(codes, positions, tables)
+    assert (moved[0] - want[0]).abs().max() > 1e-3
+print("OK")
+"""
+
+ENGINE = r"""
+import torch
+from rtvox.models.ar import ARConfig, ARDecoder
+from rtvox.models.sampling import SamplingParams
+from rtvox.runtime.ar import ARDecodeEngine, ARRequest
+torch.manual_seed(1)
+cfg = ARConfig.preset("tiny", dim=64, heads=4, layers=2)
+model = ARDecoder(cfg).eval()
+def run(kernels):
+    engine = ARDecodeEngine(model, num_blocks=40, block_size=4, max_batch=4, static=True, kernels=kernels)
+    reqs = [
+        ARRequest(f"r{i}", [1 + i, 5, 9, 2 + i][: 2 + i], [0.1 * i] * cfg.cond_dim, token_count=6 + i,
+                  sampling=SamplingParams(temperature=0.9, top_k=8, seed=i))
+        for i in range(3)
+    ]
+    return engine.generate(reqs)
+torch_out, fused_out = run("torch"), run("triton")
+assert torch_out == fused_out, (torch_out, fused_out)
+assert [len(v) for v in fused_out.values()] == [6, 7, 8]
+print("OK")
+"""
+
+
+def _run(script: str) -> None:
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr[-3000:]
+
+
+def test_fused_decode_matches_the_paged_forward_in_the_interpreter() -> None:
+    _run(PARITY)
+
+
+def test_engine_with_fused_kernels_samples_the_same_tokens_as_with_torch_kernels() -> None:
+    _run(ENGINE)
+
+
+def test_fused_kernels_refuse_what_they_cannot_run() -> None:
+    import torch
+
+    from rtvox.engines.ar_fused import FusedDecode
+    from rtvox.errors import ModelError
+    from rtvox.models.ar import ARConfig, ARDecoder, PagedKVCache
+    from rtvox.runtime.ar import StaticDecodeStep
+
+    model = ARDecoder(ARConfig.preset("tiny", dim=48, heads=4))  # head size 12
+    cache = PagedKVCache(model.config, 4, 4, torch.device("cpu"), torch.float32)
+    with pytest.raises(ModelError, match="power-of-two head size"):
+        FusedDecode(model, cache)
+    with pytest.raises(ValueError, match="kernels must be"):
+        StaticDecodeStep(model, cache, kernels="cuda")
+    with pytest.raises(ValueError, match="leave compile_mode None"):
+        StaticDecodeStep(model, cache, compile_mode="default", kernels="triton")
