@@ -48,6 +48,7 @@ VARIANTS = {  # name -> (torch.compile mode, hand-captured CUDA graph, decode ke
     "inductor-graph": ("default", True, "torch"),  # Inductor's fused kernels captured per bucket
     "compiled": ("reduce-overhead", False, "torch"),  # torch.compile's own CUDA graphs (cudagraph trees)
     "fused-graph": (None, True, "triton"),  # rtvox.engines.ar_fused (batch <= 16) captured per bucket
+    "fused-graph-nopdl": (None, True, "triton"),  # the same without programmatic dependent launch
 }
 REPLAYS = 200  # back-to-back graph replays timed with CUDA events: the step's device time
 
@@ -64,6 +65,8 @@ def bench_batch(
     per_seq = -(-(prompt + 3 + warmup + steps + 1) // block_size)
     cache = PagedKVCache(config, batch * per_seq + 1, block_size, device, dtype)
     step = StaticDecodeStep(model, cache, compile_mode, graph, kernels)
+    if variant.endswith("-nopdl"):
+        step._fused.pdl = False
     tables = [list(range(b * per_seq, (b + 1) * per_seq)) for b in range(batch)]
     gen = torch.Generator().manual_seed(0)
     with torch.no_grad():

@@ -43,10 +43,29 @@ try:
 except ImportError:  # pragma: no cover - the CPU install has no triton
     HAVE_TRITON = False
 
+HAVE_GDC = False  # grid dependency control (programmatic dependent launch), Triton >= 3.4 on Hopper
+if HAVE_TRITON:
+    try:
+        from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+
+        HAVE_GDC = True
+    except ImportError:  # pragma: no cover - an older Triton: the kernels run without PDL
+
+        @triton.jit
+        def gdc_wait() -> None:
+            pass
+
+        @triton.jit
+        def gdc_launch_dependents() -> None:
+            pass
+
+
 MAX_FUSED_BATCH = 16  # one tile of rows for the tensor-core path; larger decode batches use cuBLAS GEMMs
 DEFAULT_SMS = 132  # H100/H200; the interpreter has no device to ask
-# (block_n, block_k, num_warps) of `_linear`: batch 1 (CUDA-core GEMV) and batches 2-16 (tensor cores, 16 rows)
-GEMV_TILE = (16, 256, 4)
+# (block_n, largest block_k, num_warps) of `_linear`: batch 1 (CUDA-core GEMV: a program's whole K range in one
+# tile up to this size, so all its weights are requested before it waits for the kernel before) and batches 2-16
+# (tensor cores, 16 rows)
+GEMV_TILE = (8, 1024, 8)
 DOT_TILE = (32, 128, 4)
 
 
@@ -63,6 +82,20 @@ if HAVE_TRITON:
         if HAS_BIAS_IN:
             x += tl.load(bias_in_ptr + k, mask=k < K, other=0.0).to(tl.float32)
         return x
+
+    @triton.jit
+    def _input_tile(  # type: ignore[no-untyped-def]
+        base_ptr, part_ptr, bias_in_ptr, ln_w_ptr, ln_b_ptr, rows, row_ok, k, k_ok, mean, rstd, B, K,
+        NUM_PARTS: tl.constexpr, HAS_BIAS_IN: tl.constexpr, HAS_LN: tl.constexpr,
+    ):  # fmt: skip
+        # the input tile x[rows, k] as the Linear sees it: the assembled stream, normalized when HAS_LN
+        m = row_ok & k_ok
+        x = _load_stream(base_ptr, part_ptr, bias_in_ptr, rows, k, m, B, K, NUM_PARTS, HAS_BIAS_IN)
+        if HAS_LN:
+            g = tl.load(ln_w_ptr + k, mask=k_ok, other=0.0).to(tl.float32)
+            beta = tl.load(ln_b_ptr + k, mask=k_ok, other=0.0).to(tl.float32)
+            x = (x - mean) * rstd * g + beta
+        return tl.where(m, x, 0.0)
 
     @triton.jit
     def _linear(  # type: ignore[no-untyped-def]
@@ -90,6 +123,7 @@ if HAVE_TRITON:
         BLOCK_B: tl.constexpr,
         BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr,
+        PDL: tl.constexpr,
     ):
         pid_n = tl.program_id(0)
         pid_k = tl.program_id(1)
@@ -97,6 +131,18 @@ if HAVE_TRITON:
         rows = pid_b * BLOCK_B + tl.arange(0, BLOCK_B)[:, None]  # [R, 1]
         row_ok = rows < B
         cols = tl.arange(0, BLOCK_K)[None, :]  # [1, C]
+        n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # [N_blk]
+        n_ok = n < N
+        k_lo = pid_k * k_per_split
+        k_hi = k_lo + k_per_split
+        # The first weight tile (with the planned tiles: all of this program's weights) does not depend on the
+        # kernel before: with programmatic dependent launch it streams in while that kernel finishes.
+        k_first = k_lo + cols
+        k_first_ok = (k_first < K) & (k_first < k_hi)
+        w_first = tl.load(w_ptr + n[:, None] * K + k_first, mask=n_ok[:, None] & k_first_ok, other=0.0)
+        if PDL:
+            gdc_launch_dependents()  # the next kernel may start prefetching its own weights
+            gdc_wait()  # everything written before this kernel is visible from here on
         mean = tl.zeros([BLOCK_B, 1], dtype=tl.float32)
         rstd = tl.zeros([BLOCK_B, 1], dtype=tl.float32)
         if HAS_LN:  # row statistics over the whole input (SPLIT_K is 1 with LN)
@@ -113,23 +159,21 @@ if HAVE_TRITON:
                 acc2 += x * x
             mean = tl.sum(acc1, axis=1)[:, None] / K
             rstd = 1.0 / tl.sqrt(tl.maximum(tl.sum(acc2, axis=1)[:, None] / K - mean * mean, 0.0) + eps)
-        n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # [N_blk]
-        n_ok = n < N
-        k_lo = pid_k * k_per_split
+        x = _input_tile(
+            base_ptr, part_ptr, bias_in_ptr, ln_w_ptr, ln_b_ptr, rows, row_ok, k_first, k_first_ok, mean, rstd,
+            B, K, NUM_PARTS, HAS_BIAS_IN, HAS_LN,
+        ).to(w_ptr.dtype.element_ty)  # fmt: skip
         if BLOCK_B == 1:
-            acc = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
+            acc = w_first.to(tl.float32) * x.to(tl.float32)  # [N_blk, C], reduced over C at the end
         else:
-            acc_d = tl.zeros([BLOCK_B, BLOCK_N], dtype=tl.float32)
-        for k0 in range(k_lo, k_lo + k_per_split, BLOCK_K):
+            acc_d = tl.dot(x, tl.trans(w_first), tl.zeros([BLOCK_B, BLOCK_N], dtype=tl.float32))
+        for k0 in range(k_lo + BLOCK_K, k_hi, BLOCK_K):  # the rest of K when it is longer than one tile
             k = k0 + cols
-            k_ok = (k < K) & (k < k_lo + k_per_split)
-            m = row_ok & k_ok
-            x = _load_stream(base_ptr, part_ptr, bias_in_ptr, rows, k, m, B, K, NUM_PARTS, HAS_BIAS_IN)
-            if HAS_LN:
-                g = tl.load(ln_w_ptr + k, mask=k_ok, other=0.0).to(tl.float32)
-                beta = tl.load(ln_b_ptr + k, mask=k_ok, other=0.0).to(tl.float32)
-                x = (x - mean) * rstd * g + beta
-            x = tl.where(m, x, 0.0).to(w_ptr.dtype.element_ty)  # the input rounded as the eager Linear sees it
+            k_ok = (k < K) & (k < k_hi)
+            x = _input_tile(
+                base_ptr, part_ptr, bias_in_ptr, ln_w_ptr, ln_b_ptr, rows, row_ok, k, k_ok, mean, rstd,
+                B, K, NUM_PARTS, HAS_BIAS_IN, HAS_LN,
+            ).to(w_ptr.dtype.element_ty)  # fmt: skip
             w = tl.load(w_ptr + n[:, None] * K + k, mask=n_ok[:, None] & k_ok, other=0.0)  # [N_blk, C]
             if BLOCK_B == 1:
                 acc += w.to(tl.float32) * x.to(tl.float32)
@@ -163,25 +207,40 @@ if HAVE_TRITON:
         DH: tl.constexpr,
         BS: tl.constexpr,
         BLOCK_T: tl.constexpr,
+        PDL: tl.constexpr,
     ):
         b = tl.program_id(0)
         h = tl.program_id(1)
         D: tl.constexpr = H * DH
         d = tl.arange(0, DH)
+        # The cached history (positions < pos, written by earlier steps) and the block table are inputs of the
+        # step, not of the kernel before: the first tile is read before waiting for that kernel.
         pos = tl.load(pos_ptr + b)
+        t = tl.arange(0, BLOCK_T)
+        ok = t < pos
+        blk = tl.load(tables_ptr + b * W + t // BS, mask=ok, other=0)
+        offs = (blk * BS + t % BS)[:, None] * D + h * DH + d[None, :]
+        k_hist = tl.load(k_cache_ptr + offs, mask=ok[:, None], other=0.0).to(tl.float32)
+        v_hist = tl.load(v_cache_ptr + offs, mask=ok[:, None], other=0.0).to(tl.float32)
+        if PDL:
+            gdc_launch_dependents()
+            gdc_wait()
         row = qkv_ptr + b * 3 * D + h * DH
         q = tl.load(row + d).to(tl.float32)
-        k_new = tl.load(row + D + d)
-        v_new = tl.load(row + 2 * D + d)
+        k_new = tl.load(row + D + d).to(k_cache_ptr.dtype.element_ty)
+        v_new = tl.load(row + 2 * D + d).to(v_cache_ptr.dtype.element_ty)
         slot = tl.load(tables_ptr + b * W + pos // BS) * BS + pos % BS
-        tl.store(k_cache_ptr + slot * D + h * DH + d, k_new.to(k_cache_ptr.dtype.element_ty))
-        tl.store(v_cache_ptr + slot * D + h * DH + d, v_new.to(v_cache_ptr.dtype.element_ty))
-        # the new token first (it is always visible), then the cached positions 0 .. pos-1 in tiles
-        k_self = k_new.to(k_cache_ptr.dtype.element_ty).to(tl.float32)
-        m_i = tl.sum(q * k_self, axis=0) * scale
-        l_i = m_i * 0.0 + 1.0
-        acc = v_new.to(v_cache_ptr.dtype.element_ty).to(tl.float32)
-        for t0 in range(0, pos, BLOCK_T):
+        tl.store(k_cache_ptr + slot * D + h * DH + d, k_new)
+        tl.store(v_cache_ptr + slot * D + h * DH + d, v_new)
+        # online softmax over the new token (always visible), the first tile, then any further tiles
+        m_self = tl.sum(q * k_new.to(tl.float32), axis=0) * scale
+        s = tl.where(ok, tl.sum(k_hist * q[None, :], axis=1) * scale, float("-inf"))
+        m_i = tl.maximum(m_self, tl.max(s, axis=0))
+        p_self = tl.exp(m_self - m_i)
+        p = tl.exp(s - m_i)
+        l_i = p_self + tl.sum(p, axis=0)
+        acc = p_self * v_new.to(tl.float32) + tl.sum(p[:, None] * v_hist, axis=0)
+        for t0 in range(BLOCK_T, pos, BLOCK_T):
             t = t0 + tl.arange(0, BLOCK_T)
             ok = t < pos
             blk = tl.load(tables_ptr + b * W + t // BS, mask=ok, other=0)
@@ -211,6 +270,18 @@ if HAVE_TRITON:
         tl.store(out_ptr + b * D + d, x, mask=ok)
 
 
+def pdl_supported(device: torch.device) -> bool:
+    """Programmatic dependent launch: a CUDA device of compute capability 9.0 or newer and a Triton that emits
+    grid dependency control and launches with the attribute."""
+    if not (HAVE_GDC and device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9):
+        return False
+    try:
+        from triton.backends.nvidia.compiler import CUDAOptions
+    except ImportError:  # pragma: no cover - a Triton without the NVIDIA backend
+        return False
+    return "launch_pdl" in getattr(CUDAOptions, "__dataclass_fields__", {})
+
+
 @dataclass(frozen=True)
 class LinearPlan:
     """Launch shape of one `_linear`: programs over N (and K splits, and row tiles)."""
@@ -224,16 +295,22 @@ class LinearPlan:
 
 
 def plan_linear(batch: int, n: int, k: int, sms: int, allow_split: bool) -> LinearPlan:
-    """Blocks so that about two waves of programs each stream a few KB of the weight per loop iteration; split K
-    (when the layer has no LayerNorm prologue) until there are enough programs to fill the GPU."""
+    """Launch shape of one `_linear`. Batch 1: each program takes `block_n` weight rows and, where the layer has
+    no LayerNorm prologue (which needs whole rows), a slice of K — split until a program's slice fits one tile
+    and there are about two programs per SM. Batches 2-16: tensor-core tiles of 16 rows, K in a loop."""
     block_b = 1 if batch == 1 else 16
     block_n, block_k, warps = GEMV_TILE if batch == 1 else DOT_TILE
     programs = math.ceil(n / block_n)
     split = 1
     if allow_split:
-        while programs * split * 2 <= 2 * sms and k // (split * 2) >= block_k:
+        if batch == 1:  # a slice fits one tile
+            split = 1 << max(0, math.ceil(k / block_k) - 1).bit_length()
+        while programs * split * 2 <= 2 * sms and k // (split * 2) >= 128:
             split *= 2
-    k_per_split = math.ceil(math.ceil(k / split) / block_k) * block_k
+    k_per_split = math.ceil(k / split)
+    if batch == 1:  # one tile per program when it fits: all its weights requested at once
+        block_k = min(block_k, triton.next_power_of_2(k_per_split) if HAVE_TRITON else block_k)
+    k_per_split = math.ceil(k_per_split / block_k) * block_k
     split = math.ceil(k / k_per_split)
     return LinearPlan(block_b, block_n, block_k, split, k_per_split, warps)
 
@@ -243,6 +320,7 @@ def _launch_linear(
     weight: Tensor,
     out: Tensor,
     plan: LinearPlan,
+    pdl: bool,
     *,
     parts: Tensor | None = None,
     bias_in: Tensor | None = None,
@@ -280,7 +358,9 @@ def _launch_linear(
         BLOCK_B=plan.block_b,
         BLOCK_N=plan.block_n,
         BLOCK_K=plan.block_k,
+        PDL=pdl,
         num_warps=plan.num_warps,
+        **({"launch_pdl": True} if pdl else {}),
     )
 
 
@@ -293,7 +373,9 @@ class FusedDecode:
 
     max_batch = MAX_FUSED_BATCH
 
-    def __init__(self, model: ARDecoder, cache: PagedKVCache) -> None:
+    def __init__(self, model: ARDecoder, cache: PagedKVCache, pdl: bool | None = None) -> None:
+        """`pdl`: launch with programmatic dependent launch (each kernel requests its weights while the one
+        before finishes); default: where supported (Hopper or newer, a Triton with grid dependency control)."""
         if not HAVE_TRITON:
             raise ModelError("the fused AR decode kernels need triton (pip install triton), which is not installed")
         if model.config.head_dim & (model.config.head_dim - 1):
@@ -305,6 +387,10 @@ class FusedDecode:
         self.sms = (
             torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else DEFAULT_SMS
         )
+        supported = pdl_supported(device)
+        if pdl and not supported:
+            raise ModelError("programmatic dependent launch needs a Hopper (sm_90) or newer GPU and Triton >= 3.4")
+        self.pdl = supported if pdl is None else pdl
 
     @torch.no_grad()
     def __call__(self, codes: Tensor, positions: Tensor, tables: Tensor) -> Tensor:
@@ -339,28 +425,28 @@ class FusedDecode:
         for layer, block in enumerate(self.blocks):
             x_in, x_mid = stream[1], stream[0]  # x_in: the stream after the previous layer (still missing ΣP2)
             _launch_linear(
-                x_in, block.qkv.weight, qkv, qkv_plan,
+                x_in, block.qkv.weight, qkv, qkv_plan, self.pdl,
                 parts=down_parts if prev_bias is not None else None, bias_in=prev_bias, x_out=x_mid,
                 ln=(block.norm1.weight, block.norm1.bias, block.norm1.eps), bias=block.qkv.bias,
             )  # fmt: skip
             _paged_attention[(batch, cfg.heads)](
                 qkv, self.cache.k[layer], self.cache.v[layer], tables, pos, attn, width, scale,
-                H=cfg.heads, DH=cfg.head_dim, BS=self.cache.block_size, BLOCK_T=block_t,
-                num_warps=4 if block_t <= 64 else 8,
+                H=cfg.heads, DH=cfg.head_dim, BS=self.cache.block_size, BLOCK_T=block_t, PDL=self.pdl,
+                num_warps=4 if block_t <= 64 else 8, **({"launch_pdl": True} if self.pdl else {}),
             )  # fmt: skip
-            _launch_linear(attn, block.proj.weight, proj_parts, proj_plan)
+            _launch_linear(attn, block.proj.weight, proj_parts, proj_plan, self.pdl)
             up, down = block.ff[0], block.ff[2]
             assert isinstance(up, torch.nn.Linear) and isinstance(down, torch.nn.Linear)
             _launch_linear(
-                x_mid, up.weight, hidden, up_plan,
+                x_mid, up.weight, hidden, up_plan, self.pdl,
                 parts=proj_parts, bias_in=block.proj.bias, x_out=stream[1],
                 ln=(block.norm2.weight, block.norm2.bias, block.norm2.eps), bias=up.bias, gelu=True,
             )  # fmt: skip
-            _launch_linear(hidden, down.weight, down_parts, down_plan)
+            _launch_linear(hidden, down.weight, down_parts, down_plan, self.pdl)
             prev_bias = down.bias
         logits = torch.empty(batch, cfg.out_vocab, device=dev, dtype=wdt)
         _launch_linear(
-            stream[1], model.head.weight, logits, head_plan,
+            stream[1], model.head.weight, logits, head_plan, self.pdl,
             parts=down_parts if prev_bias is not None else None, bias_in=prev_bias,
             ln=(model.norm.weight, model.norm.bias, model.norm.eps),
         )  # fmt: skip
