@@ -240,19 +240,19 @@ if HAVE_TRITON:
         p = tl.exp(s - m_i)
         l_i = p_self + tl.sum(p, axis=0)
         acc = p_self * v_new.to(tl.float32) + tl.sum(p[:, None] * v_hist, axis=0)
-        for t0 in range(BLOCK_T, pos, BLOCK_T):
-            t = t0 + tl.arange(0, BLOCK_T)
-            ok = t < pos
-            blk = tl.load(tables_ptr + b * W + t // BS, mask=ok, other=0)
-            offs = (blk * BS + t % BS)[:, None] * D + h * DH + d[None, :]
-            k = tl.load(k_cache_ptr + offs, mask=ok[:, None], other=0.0).to(tl.float32)
-            s = tl.where(ok, tl.sum(k * q[None, :], axis=1) * scale, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(s, axis=0))
+        for t0 in range(BLOCK_T, pos, BLOCK_T):  # names of its own: Triton types loop-carried values strictly
+            tt = t0 + tl.arange(0, BLOCK_T)
+            tt_ok = tt < pos
+            tt_blk = tl.load(tables_ptr + b * W + tt // BS, mask=tt_ok, other=0)
+            tt_offs = (tt_blk * BS + tt % BS)[:, None] * D + h * DH + d[None, :]
+            k = tl.load(k_cache_ptr + tt_offs, mask=tt_ok[:, None], other=0.0).to(tl.float32)
+            st = tl.where(tt_ok, tl.sum(k * q[None, :], axis=1) * scale, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(st, axis=0))
             alpha = tl.exp(m_i - m_new)
-            p = tl.exp(s - m_new)
-            v = tl.load(v_cache_ptr + offs, mask=ok[:, None], other=0.0).to(tl.float32)
-            l_i = l_i * alpha + tl.sum(p, axis=0)
-            acc = acc * alpha + tl.sum(p[:, None] * v, axis=0)
+            pt = tl.exp(st - m_new)
+            v = tl.load(v_cache_ptr + tt_offs, mask=tt_ok[:, None], other=0.0).to(tl.float32)
+            l_i = l_i * alpha + tl.sum(pt, axis=0)
+            acc = acc * alpha + tl.sum(pt[:, None] * v, axis=0)
             m_i = m_new
         tl.store(out_ptr + b * D + h * DH + d, (acc / l_i).to(out_ptr.dtype.element_ty))
 

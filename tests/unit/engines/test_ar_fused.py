@@ -102,3 +102,46 @@ def test_fused_kernels_refuse_what_they_cannot_run() -> None:
         StaticDecodeStep(model, cache, kernels="cuda")
     with pytest.raises(ValueError, match="leave compile_mode None"):
         StaticDecodeStep(model, cache, compile_mode="default", kernels="triton")
+
+
+def test_kernels_compile_for_hopper_without_a_gpu() -> None:
+    """The interpreter does not type-check like the compiler does (it ran a loop-carried int32/int64 mix that
+    sm_90 compilation rejects): compile every kernel variant the decode step launches for sm_90, with and without
+    programmatic dependent launch, through the wheel's own ptxas."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from rtvox.engines import ar_fused
+
+    target = GPUTarget("cuda", 90, 32)
+
+    def build(fn: object, sig: dict[str, str], consts: dict[str, object]) -> None:
+        sig = {**sig, **{name: "constexpr" for name in consts}}
+        kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=target)
+        assert ".entry" in kernel.asm["ptx"]
+
+    for pdl in (False, True):
+        build(
+            ar_fused._paged_attention,
+            {"qkv_ptr": "*bf16", "k_cache_ptr": "*bf16", "v_cache_ptr": "*bf16", "tables_ptr": "*i64",
+             "pos_ptr": "*i64", "out_ptr": "*bf16", "W": "i32", "scale": "fp32"},
+            {"H": 16, "DH": 64, "BS": 16, "BLOCK_T": 128, "PDL": pdl},
+        )  # fmt: skip
+        tiles = ((1, 8, 1024, 1, True), (1, 8, 512, 4, False), (16, 32, 128, 1, True), (16, 32, 128, 8, False))
+        for block_b, block_n, block_k, split, ln in tiles:
+            sig = {n: "*bf16" for n in ("base_ptr", "part_ptr", "bias_in_ptr", "xout_ptr", "ln_w_ptr", "ln_b_ptr")}
+            sig |= {"part_ptr": "*fp32", "xout_ptr": "*fp32", "w_ptr": "*bf16", "b_ptr": "*bf16"}
+            sig |= {"out_ptr": "*fp32" if split > 1 else "*bf16", "B": "i32", "N": "i32", "K": "i32"}
+            sig |= {"k_per_split": "i32", "eps": "fp32"}
+            consts: dict[str, object] = dict(
+                NUM_PARTS=4 if ln else 0, HAS_BIAS_IN=ln, WRITE_X=ln, HAS_LN=ln, HAS_BIAS=split == 1, GELU=ln,
+                SPLIT_K=split, BLOCK_B=block_b, BLOCK_N=block_n, BLOCK_K=block_k, PDL=pdl,
+            )  # fmt: skip
+            build(ar_fused._linear, sig, consts)
+    build(
+        ar_fused._embed,
+        {"codes_ptr": "*i64", "pos_ptr": "*i64", "code_emb_ptr": "*bf16", "pos_emb_ptr": "*bf16", "out_ptr": "*fp32",
+         "D": "i32"},
+        {"BLOCK_D": 1024},
+    )  # fmt: skip
