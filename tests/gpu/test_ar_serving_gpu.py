@@ -58,9 +58,9 @@ def test_fused_triton_decode_is_as_close_to_fp32_as_eager_bf16(batch: int) -> No
     caches = {}
     for name, dtype in (("fp32", torch.float32), ("eager", torch.bfloat16), ("fused", torch.bfloat16)):
         caches[name] = PagedKVCache(cfg, batch * per_seq + 1, bs, torch.device("cuda"), dtype)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    keys = torch.randn(caches["fp32"].k.shape, device="cuda", generator=gen).to(torch.bfloat16)
-    values = torch.randn(caches["fp32"].v.shape, device="cuda", generator=gen).to(torch.bfloat16)
+    gen = torch.Generator().manual_seed(0)
+    keys = torch.randn(caches["fp32"].k.shape, generator=gen).to("cuda", torch.bfloat16)
+    values = torch.randn(caches["fp32"].v.shape, generator=gen).to("cuda", torch.bfloat16)
     for cache in caches.values():  # the same (bf16-representable) history in every cache
         cache.k.copy_(keys)
         cache.v.copy_(values)

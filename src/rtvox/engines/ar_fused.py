@@ -67,6 +67,7 @@ DEFAULT_SMS = 132  # H100/H200; the interpreter has no device to ask
 # (tensor cores, 16 rows)
 GEMV_TILE = (8, 1024, 8)
 DOT_TILE = (32, 128, 4)
+MAX_ROW_TILE = 2048  # widest row a LayerNorm prologue reads in one tile (wider models loop over K)
 
 
 if HAVE_TRITON:
@@ -123,6 +124,7 @@ if HAVE_TRITON:
         BLOCK_B: tl.constexpr,
         BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr,
+        ONE_TILE: tl.constexpr,  # HAS_LN and K <= BLOCK_K
         PDL: tl.constexpr,
     ):
         pid_n = tl.program_id(0)
@@ -145,7 +147,19 @@ if HAVE_TRITON:
             gdc_wait()  # everything written before this kernel is visible from here on
         mean = tl.zeros([BLOCK_B, 1], dtype=tl.float32)
         rstd = tl.zeros([BLOCK_B, 1], dtype=tl.float32)
-        if HAS_LN:  # row statistics over the whole input (SPLIT_K is 1 with LN)
+        if ONE_TILE:  # LayerNorm over rows that fit one tile: one read of the stream for statistics and product
+            m = row_ok & k_first_ok
+            x = _load_stream(base_ptr, part_ptr, bias_in_ptr, rows, k_first, m, B, K, NUM_PARTS, HAS_BIAS_IN)
+            if WRITE_X:  # noqa: SIM102 - Triton keeps compile-time and run-time branches apart
+                if pid_n == 0:
+                    tl.store(xout_ptr + rows * K + k_first, x, mask=m)
+            mean = tl.sum(x, axis=1)[:, None] / K
+            centred = tl.where(m, x - mean, 0.0)
+            rstd = 1.0 / tl.sqrt(tl.sum(centred * centred, axis=1)[:, None] / K + eps)
+            g = tl.load(ln_w_ptr + k_first, mask=k_first_ok, other=0.0).to(tl.float32)
+            beta = tl.load(ln_b_ptr + k_first, mask=k_first_ok, other=0.0).to(tl.float32)
+            x = tl.where(m, centred * rstd * g + beta, 0.0).to(w_ptr.dtype.element_ty)
+        elif HAS_LN:  # row statistics over the whole input in a loop (SPLIT_K is 1 with LN)
             acc1 = tl.zeros([BLOCK_B, BLOCK_K], dtype=tl.float32)
             acc2 = tl.zeros([BLOCK_B, BLOCK_K], dtype=tl.float32)
             for k0 in range(0, K, BLOCK_K):
@@ -159,10 +173,11 @@ if HAVE_TRITON:
                 acc2 += x * x
             mean = tl.sum(acc1, axis=1)[:, None] / K
             rstd = 1.0 / tl.sqrt(tl.maximum(tl.sum(acc2, axis=1)[:, None] / K - mean * mean, 0.0) + eps)
-        x = _input_tile(
-            base_ptr, part_ptr, bias_in_ptr, ln_w_ptr, ln_b_ptr, rows, row_ok, k_first, k_first_ok, mean, rstd,
-            B, K, NUM_PARTS, HAS_BIAS_IN, HAS_LN,
-        ).to(w_ptr.dtype.element_ty)  # fmt: skip
+        if not ONE_TILE:
+            x = _input_tile(
+                base_ptr, part_ptr, bias_in_ptr, ln_w_ptr, ln_b_ptr, rows, row_ok, k_first, k_first_ok, mean, rstd,
+                B, K, NUM_PARTS, HAS_BIAS_IN, HAS_LN,
+            ).to(w_ptr.dtype.element_ty)  # fmt: skip
         if BLOCK_B == 1:
             acc = w_first.to(tl.float32) * x.to(tl.float32)  # [N_blk, C], reduced over C at the end
         else:
@@ -294,7 +309,7 @@ class LinearPlan:
     num_warps: int
 
 
-def plan_linear(batch: int, n: int, k: int, sms: int, allow_split: bool) -> LinearPlan:
+def plan_linear(batch: int, n: int, k: int, sms: int, allow_split: bool, whole_rows: bool = False) -> LinearPlan:
     """Launch shape of one `_linear`. Batch 1: each program takes `block_n` weight rows and, where the layer has
     no LayerNorm prologue (which needs whole rows), a slice of K — split until a program's slice fits one tile
     and there are about two programs per SM. Batches 2-16: tensor-core tiles of 16 rows, K in a loop."""
@@ -308,8 +323,11 @@ def plan_linear(batch: int, n: int, k: int, sms: int, allow_split: bool) -> Line
         while programs * split * 2 <= 2 * sms and k // (split * 2) >= 128:
             split *= 2
     k_per_split = math.ceil(k / split)
-    if batch == 1:  # one tile per program when it fits: all its weights requested at once
-        block_k = min(block_k, triton.next_power_of_2(k_per_split) if HAVE_TRITON else block_k)
+    if batch == 1 and whole_rows and k <= MAX_ROW_TILE:  # LayerNorm prologue: the whole row in one tile
+        block_k = 1 << (k - 1).bit_length()
+        warps = max(warps, min(8, block_n * block_k // 1024))
+    elif batch == 1:  # one tile per program when it fits: all its weights requested at once
+        block_k = min(block_k, 1 << (k_per_split - 1).bit_length())
     k_per_split = math.ceil(k_per_split / block_k) * block_k
     split = math.ceil(k / k_per_split)
     return LinearPlan(block_b, block_n, block_k, split, k_per_split, warps)
@@ -358,6 +376,7 @@ def _launch_linear(
         BLOCK_B=plan.block_b,
         BLOCK_N=plan.block_n,
         BLOCK_K=plan.block_k,
+        ONE_TILE=ln is not None and k <= plan.block_k,
         PDL=pdl,
         num_warps=plan.num_warps,
         **({"launch_pdl": True} if pdl else {}),
@@ -401,11 +420,11 @@ class FusedDecode:
         dev = codes.device
         pos = positions.reshape(batch)
         ff = cfg.ff_mult * dim
-        qkv_plan = plan_linear(batch, 3 * dim, dim, self.sms, allow_split=False)
+        qkv_plan = plan_linear(batch, 3 * dim, dim, self.sms, allow_split=False, whole_rows=True)
         proj_plan = plan_linear(batch, dim, dim, self.sms, allow_split=True)
-        up_plan = plan_linear(batch, ff, dim, self.sms, allow_split=False)
+        up_plan = plan_linear(batch, ff, dim, self.sms, allow_split=False, whole_rows=True)
         down_plan = plan_linear(batch, dim, ff, self.sms, allow_split=True)
-        head_plan = plan_linear(batch, cfg.out_vocab, dim, self.sms, allow_split=False)
+        head_plan = plan_linear(batch, cfg.out_vocab, dim, self.sms, allow_split=False, whole_rows=True)
         wdt = model.head.weight.dtype
         stream = [torch.empty(batch, dim, device=dev, dtype=torch.float32) for _ in range(2)]  # ping-pong
         qkv = torch.empty(batch, 3 * dim, device=dev, dtype=wdt)

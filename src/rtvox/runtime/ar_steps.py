@@ -91,9 +91,20 @@ def fit_frames(mel: Tensor, frames: int) -> Tensor:
     return F.interpolate(mel[None], size=frames, mode="linear", align_corners=False)[0]
 
 
+def fused_kernels_available(device: torch.device) -> bool:
+    """The fused Triton decode kernels (rtvox.engines.ar_fused) run here: triton installed, a CUDA GPU of compute
+    capability 8.0 or newer (bf16 tensor cores)."""
+    if device.type != "cuda" or torch.cuda.get_device_capability(device)[0] < 8:
+        return False
+    from rtvox.engines.ar_fused import HAVE_TRITON
+
+    return HAVE_TRITON
+
+
 class ARChunkStep:
     """Runs the AR family's batched chunk steps. Owns the decode engine (paged KV cache; on CUDA fixed-shape decode
-    steps captured as CUDA graphs around eager kernels, so loading compiles nothing); uses the bundle's codec and
+    steps captured as CUDA graphs — around the fused Triton decode kernels for up to 16 rows where triton is
+    installed, around eager kernels otherwise — so loading compiles no model code); uses the bundle's codec and
     vocoder. Built, and rebuilt after a fault, by Synthesizer.build_engines."""
 
     def __init__(self, bundle: ARBundle, device: torch.device, context_frames: int) -> None:
@@ -113,6 +124,7 @@ class ARChunkStep:
             static=cuda,
             cuda_graph=cuda,
             compile_mode=None,
+            kernels="triton" if cuda and fused_kernels_available(self.device) else "torch",
         )
 
     @torch.no_grad()

@@ -26,7 +26,13 @@ cases = {  # batch -> block tables (any order of blocks), positions (0 = nothing
     1: ([[5, 2, 9, 11]], [13], [3]),
     3: ([[5, 2, 9, 11], [1, 0, 3, 4], [7, 8, 6, 10]], [13, 6, 0], [3, 7, 1]),
 }
-for batch, case in cases.items():
+from rtvox.engines import ar_fused
+configs = [  # the default tiles (whole rows at batch 1), then tiles smaller than a row: K in a loop, split K
+    (ar_fused.GEMV_TILE, ar_fused.MAX_ROW_TILE),
+    ((8, 32, 4), 32),
+]
+for (tile, row_tile), (batch, case) in [(c, b) for c in configs for b in cases.items()]:
+    ar_fused.GEMV_TILE, ar_fused.MAX_ROW_TILE = tile, row_tile
     tables, positions, codes = (torch.tensor(c) for c in case)
     positions, codes = positions[:, None], codes[:, None]
     ref = PagedKVCache(cfg, 20, bs, torch.device("cpu"), torch.float32)
@@ -136,7 +142,8 @@ def test_kernels_compile_for_hopper_without_a_gpu() -> None:
             sig |= {"k_per_split": "i32", "eps": "fp32"}
             consts: dict[str, object] = dict(
                 NUM_PARTS=4 if ln else 0, HAS_BIAS_IN=ln, WRITE_X=ln, HAS_LN=ln, HAS_BIAS=split == 1, GELU=ln,
-                SPLIT_K=split, BLOCK_B=block_b, BLOCK_N=block_n, BLOCK_K=block_k, PDL=pdl,
+                SPLIT_K=split, BLOCK_B=block_b, BLOCK_N=block_n, BLOCK_K=block_k, ONE_TILE=ln and block_b == 1,
+                PDL=pdl,
             )  # fmt: skip
             build(ar_fused._linear, sig, consts)
     build(
