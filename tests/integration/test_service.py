@@ -391,12 +391,14 @@ def fail_once(fn: Callable[..., T]) -> Callable[..., T]:
     return wrapped
 
 
+@pytest.mark.parametrize("depth", [1, 2])
 def test_graphs_backend_and_frontend_processes_serve_like_the_synthesizer(
-    tiny_model: Path, reference: Synthesizer, monkeypatch: pytest.MonkeyPatch
+    tiny_model: Path, reference: Synthesizer, monkeypatch: pytest.MonkeyPatch, depth: int
 ) -> None:
     """The GPU serving configuration on the CPU: the captured-pipeline backend (ci profile: batches split, long
     chunks on the eager engines) and the frontend in two worker processes give every stream the reference's
-    chunks; when the pipeline raises mid-run the step is re-run on the fallback and nothing is lost."""
+    chunks; when the pipeline raises mid-run the step is re-run on the fallback and nothing is lost. With two
+    batches in flight the steps are split (launch on the engine thread, finish on another)."""
     from rtvox.runtime.streaming import context_frames_for
 
     monkeypatch.setenv("RTVOX_PIPELINE_PROFILE", "ci")
@@ -404,7 +406,7 @@ def test_graphs_backend_and_frontend_processes_serve_like_the_synthesizer(
 
     async def main() -> None:
         synth = Synthesizer(tiny_model, device="cpu", backend="graphs")
-        config = ServiceConfig(max_wait_ms=5.0, frontend_processes=2, fallback_device="cpu")
+        config = ServiceConfig(max_wait_ms=5.0, frontend_processes=2, fallback_device="cpu", batches_in_flight=depth)
         service = TTSService(synth, config)
         await service.start()
         requests = [SynthesisRequest(text=t, voice=v) for t, v in zip(TEXTS, ["anna", "ben"] * 3, strict=True)]
@@ -427,6 +429,7 @@ def test_graphs_backend_and_frontend_processes_serve_like_the_synthesizer(
         stats = service.stats()
         assert stats["requests"]["ok"] == 2 * len(TEXTS) and stats["fallback_steps"] >= 1
         assert compared >= len(TEXTS)  # most chunks are longer than the padding's reach
+        assert service._executor is not None and service._executor.split_steps == (depth > 1)
         await service.stop()
 
     run(main)

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import multiprocessing
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor as Executor_
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -102,8 +102,14 @@ class Executor:
         *,
         frontend_processes: int = 0,
         owns_primary: bool = True,
+        split_steps: bool = False,
     ) -> None:
+        """`split_steps` (for more than one batch in flight): a step's launch runs on the engine thread and its
+        finish — waiting for the device and building the chunks — on a thread of its own, so the engine thread
+        launches the next batch while the device still works on the last (runners with `launch_step`)."""
         self.owns_primary = owns_primary  # an EngineProcess primary is closed at stop() only if it is ours
+        self.split_steps = split_steps
+        self._finish_pool = ThreadPoolExecutor(2, thread_name_prefix="rtvox-finish")
         # the frontend (and its lexicon) of the primary's own Synthesizer, or of the host side of an EngineProcess
         host: Synthesizer = primary.host if isinstance(primary, EngineProcess) else primary  # type: ignore[assignment]
         self.primary = EngineSet("primary", primary, ThreadPoolExecutor(1, thread_name_prefix="rtvox-primary"))
@@ -164,6 +170,7 @@ class Executor:
                 if isinstance(engines.synth, EngineProcess) and (engines is not self.primary or self.owns_primary):
                     await asyncio.to_thread(engines.synth.close)
         self._frontend_pool.shutdown(wait=False, cancel_futures=True)
+        self._finish_pool.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ work
     async def prepare(self, request: SynthesisRequest) -> PreparedRequest:
@@ -183,13 +190,34 @@ class Executor:
         return await self._serve(lambda synth: synth.prepare(request, front))
 
     async def run(self, jobs: Sequence[ChunkJob]) -> list[AudioChunk]:
-        """One batched chunk step; re-run on the fallback if the primary raises."""
-        return await self._serve(lambda synth: synth.run_step(jobs), step=True)
+        """One batched chunk step; re-run on the fallback if the primary raises (in its launch or its finish)."""
+        if not self.split_steps:
+            return await self._serve(lambda synth: synth.run_step(jobs), step=True)
+        finish = await self._serve(lambda synth: launch_step(synth, jobs), step=True, then=self._finish)
+        return finish()
 
-    async def _serve(self, work: Callable[[StepRunner], T], *, step: bool = False) -> T:
+    async def _finish(self, finish: Callable[[], list[AudioChunk]]) -> Callable[[], list[AudioChunk]]:
+        """A launched step's finish, run off the engine thread; its chunks handed back as a finished step."""
+        chunks = await asyncio.get_running_loop().run_in_executor(self._finish_pool, finish)
+        return lambda: chunks
+
+    async def _serve(
+        self,
+        work: Callable[[StepRunner], T],
+        *,
+        step: bool = False,
+        then: Callable[[T], Awaitable[T]] | None = None,
+    ) -> T:
+        """`work` on the engine thread of the primary (the fallback while the primary is unhealthy), then `then`
+        on its result, if given; a failure in either is the engines' fault and re-runs both on the fallback."""
         first = self.primary if self.primary.healthy or self.fallback is None else self.fallback
+
+        async def call(engines: EngineSet) -> T:
+            result = await self._call(engines, lambda: work(engines.synth), step=step)
+            return result if then is None else await then(result)
+
         try:
-            result = await self._call(first, lambda: work(first.synth), step=step)
+            result = await call(first)
         except InputError:
             raise  # the caller's input, not an engine fault
         except Exception as exc:  # any engine failure, torch.cuda.OutOfMemoryError included
@@ -198,7 +226,7 @@ class Executor:
             if second is None:
                 raise EngineFailedError(f"synthesis failed on the {first.role} engines ({exc}); retry shortly") from exc
             try:
-                result = await self._call(second, lambda: work(second.synth), step=step)
+                result = await call(second)
             except InputError:
                 raise
             except Exception as exc2:
@@ -266,6 +294,16 @@ class Executor:
         if self.fallback is not None:
             out["fallback"] = self.fallback.health()
         return out
+
+
+def launch_step(synth: StepRunner, jobs: Sequence[ChunkJob]) -> Callable[[], list[AudioChunk]]:
+    """The runner's launched step (Synthesizer.launch_step), or its whole step for runners without one."""
+    launch = getattr(synth, "launch_step", None)
+    if launch is not None:
+        out: Callable[[], list[AudioChunk]] = launch(jobs)
+        return out
+    chunks = synth.run_step(jobs)
+    return lambda: chunks
 
 
 def _rebuild(synth: StepRunner) -> None:

@@ -78,7 +78,9 @@ class ServiceConfig:
     # Batches handed to the executor at once. 1: the next batch is formed when the last one returns (freshest
     # batches, lowest time to first audio). 2: the next one is formed and queued while a step runs, so the engine
     # never waits for the loop (completion, delivery, scheduling) between steps: throughput on a busy GPU, at up to
-    # one step more of waiting for a chunk that arrives meanwhile.
+    # one step more of waiting for a chunk that arrives meanwhile. With more than 1 the executor splits steps
+    # (Executor.split_steps): on the captured pipeline the engine thread launches the next batch while the device
+    # still decodes the last, whose chunks are collected on another thread.
     batches_in_flight: int = 1
     # The interpreter's GIL switch interval while the service runs (sys.setswitchinterval, process-wide; restored at
     # stop; None leaves it). The engine thread gives up the GIL at every device sync and then waits for the event
@@ -259,7 +261,11 @@ class TTSService:
             self._fallback.voices = synth.voices
             self._fallback.embedding_cache = synth.embedding_cache
         self._executor = Executor(
-            primary, self._fallback, frontend_processes=self.config.frontend_processes, owns_primary=owned
+            primary,
+            self._fallback,
+            frontend_processes=self.config.frontend_processes,
+            owns_primary=owned,
+            split_steps=self.config.batches_in_flight > 1,
         )
         await self._executor.start()
         self._wake = asyncio.Event()  # bound to the running loop

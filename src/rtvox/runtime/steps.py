@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +18,7 @@ import torch
 
 from rtvox.constants import HOP_LENGTH
 from rtvox.engines import Engine
-from rtvox.engines.pipeline import PipelineEngine, ProfileExceededError
+from rtvox.engines.pipeline import DeviceSpans, PipelineEngine, ProfileExceededError
 from rtvox.engines.quality import PipelineInputs
 from rtvox.models.prosody import IDENTITY_ROW, ProsodyRow, tilt_mel
 from rtvox.runtime.streaming import DEFAULT_BATCH_WINDOW_FRAMES, DEFAULT_MAX_ROWS, vocode_batched
@@ -185,7 +185,22 @@ def run_pipeline_step(
     """`run_chunk_step` on the captured pipeline (rtvox.engines.pipeline: encode, decode and vocoder as CUDA
     graphs per shape bucket, the whole chunk vocoded at once): batches past the profile's row count are split,
     and a group whose longest row is past its frame buckets runs on the per-module `engines` instead."""
-    out: list[AudioChunk] = []
+    return launch_pipeline_step(pipeline, engines, jobs, device, context_frames=context_frames)()
+
+
+def launch_pipeline_step(
+    pipeline: PipelineEngine,
+    engines: Mapping[str, Engine],
+    jobs: Sequence[ChunkJob],
+    device: torch.device,
+    *,
+    context_frames: int,
+) -> Callable[[], list[AudioChunk]]:
+    """`run_pipeline_step` in two halves: this call prepares the rows, runs the encode program, reads the frame
+    counts and launches the decode programs and the copy of their audio to the host; the returned `finish` waits
+    for that copy and builds the chunks. On a GPU the device is still decoding when this returns, so the caller's
+    thread can launch the next step meanwhile and wait in `finish` elsewhere (the executor's split steps)."""
+    pending: list[Callable[[], list[AudioChunk]]] = []
     size = pipeline.profile.batch.max
     spans = pipeline.spans
     for start in range(0, len(jobs), size):
@@ -198,29 +213,74 @@ def run_pipeline_step(
         try:
             wavs, _, durations = pipeline.run_rows(inputs, tilt)
         except ProfileExceededError:
-            out.extend(run_chunk_step(engines, group, device, context_frames=context_frames))
+            pending.append(ready(run_chunk_step(engines, group, device, context_frames=context_frames)))
             continue
-        t2 = time.perf_counter()
-        samples, per_id = rows_to_host(wavs, durations)
-        t3 = time.perf_counter()
+        if spans is not None:
+            spans.host_phase("prep", t1 - t0)
+        pending.append(_finisher(group, rows_to_host_async(wavs, durations), spans))
+
+    def finish() -> list[AudioChunk]:
+        return [chunk for part in pending for chunk in part()]
+
+    return finish
+
+
+def ready(chunks: list[AudioChunk]) -> Callable[[], list[AudioChunk]]:
+    """A finished step in the shape of a launched one."""
+    return lambda: chunks
+
+
+def _finisher(
+    group: Sequence[ChunkJob], copy: Callable[[], tuple[list[np.ndarray], np.ndarray]], spans: DeviceSpans | None
+) -> Callable[[], list[AudioChunk]]:
+    def finish() -> list[AudioChunk]:
+        t0 = time.perf_counter()
+        samples, per_id = copy()
+        t1 = time.perf_counter()
+        out = []
         for row, job in enumerate(group):
             n_ids = len(job.prepared.chunks[job.index].ids)
             out.append(audio_chunk(job, samples[row], per_id[row, :n_ids].tolist()))
         if spans is not None:  # the host side of the step beside its device spans (run_rows adds its own phases)
-            spans.host_phase("prep", t1 - t0)
-            spans.host_phase("d2h", t3 - t2)
-            spans.host_phase("chunks", time.perf_counter() - t3)
-    return out
+            spans.host_phase("d2h", t1 - t0)
+            spans.host_phase("chunks", time.perf_counter() - t1)
+        return out
+
+    return finish
 
 
 def rows_to_host(rows: Sequence[torch.Tensor], durations: torch.Tensor) -> tuple[list[np.ndarray], np.ndarray]:
     """Each row's samples (1-D float device tensors) as a host array each, and the step's durations [B, N] as an
     int64 array, packed on the device and copied in one piece: only the audio and the durations leave the device,
     with one transfer and one sync (durations travel as float32: exact, being frame counts far below 2**24)."""
-    flat = torch.cat([*rows, durations.flatten().float()]).cpu().numpy()
+    return rows_to_host_async(rows, durations)()
+
+
+def rows_to_host_async(
+    rows: Sequence[torch.Tensor], durations: torch.Tensor
+) -> Callable[[], tuple[list[np.ndarray], np.ndarray]]:
+    """`rows_to_host` with the copy launched now and waited for later: on a GPU the packed rows go to pinned host
+    memory by an asynchronous copy behind the work that makes them, and the returned call waits for an event
+    recorded after it (any thread may call it); elsewhere the copy is made at once."""
+    flat_device = torch.cat([*rows, durations.flatten().float()])
     bounds = np.cumsum([0, *(r.shape[0] for r in rows)])
-    frames = flat[bounds[-1] :].astype(np.int64).reshape(durations.shape)
-    return [flat[a:b] for a, b in itertools.pairwise(bounds)], frames
+    shape = tuple(durations.shape)
+    if flat_device.device.type == "cuda":
+        host = torch.empty(flat_device.shape, dtype=flat_device.dtype, pin_memory=True)
+        host.copy_(flat_device, non_blocking=True)
+        copied = torch.cuda.Event()
+        copied.record()
+    else:
+        host, copied = flat_device.cpu(), None
+
+    def wait() -> tuple[list[np.ndarray], np.ndarray]:
+        if copied is not None:
+            copied.synchronize()
+        flat = host.numpy()
+        frames = flat[bounds[-1] :].astype(np.int64).reshape(shape)
+        return [flat[a:b] for a, b in itertools.pairwise(bounds)], frames
+
+    return wait
 
 
 def audio_chunk(job: ChunkJob, wav: np.ndarray, frames_per_id: Sequence[int]) -> AudioChunk:

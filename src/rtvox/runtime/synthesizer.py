@@ -33,7 +33,9 @@ from rtvox.runtime.steps import (
     PreparedChunk,
     PreparedRequest,
     allocate_frames,
+    launch_pipeline_step,
     natural_frames,
+    ready,
     run_chunk_step,
     run_pipeline_step,
 )
@@ -293,6 +295,16 @@ class Synthesizer:
                 self.pipeline, self.engines, jobs, self.device, context_frames=self.vocoder_context_frames
             )
         return run_chunk_step(self.engines, jobs, self.device, context_frames=self.vocoder_context_frames)
+
+    def launch_step(self, jobs: Sequence[ChunkJob]) -> Callable[[], list[AudioChunk]]:
+        """`run_step` in two halves: launch now, `finish()` (callable from any thread) returns the chunks. With
+        the captured pipeline the device is still decoding when this returns (rtvox.runtime.steps.
+        launch_pipeline_step); other engines finish the step here and `finish` only hands it over."""
+        if self.pipeline is not None and self._ar_step is None:
+            return launch_pipeline_step(
+                self.pipeline, self.engines, jobs, self.device, context_frames=self.vocoder_context_frames
+            )
+        return ready(self.run_step(jobs))
 
     def build_engines(self) -> None:
         """(Re)build every engine from the loaded weights: at load, and to recover an engine after a fault.
