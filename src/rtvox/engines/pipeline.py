@@ -312,7 +312,7 @@ class PipelineEngine:
         t0 = time.perf_counter()
         with torch.inference_mode():
             for i, (dst, src) in enumerate(zip(slot.inputs, tensors, strict=True)):
-                dst.copy_(_pad(src, batch, phonemes if i < 2 else None), non_blocking=True)
+                dst.copy_(self._staged(_pad(src, batch, phonemes if i < 2 else None)), non_blocking=True)
             # Every program's intermediates share one graph pool, so memory a later-captured program reads or
             # returns may be scratch of one captured before it: outputs leave the pool before another program runs.
             hidden, durations = (t.clone() for t in slot.program.run())
@@ -328,10 +328,10 @@ class PipelineEngine:
                 size = self.profile.batch.bucket(len(group))
                 pick = group + [group[0]] * (size - len(group))  # padding rows repeat a valid one
                 dec = self._decode_slot(size, phonemes, hidden, durations)
-                index = torch.tensor(pick).to(self.device, non_blocking=True)
+                index = self._staged(torch.tensor(pick)).to(self.device, non_blocking=True)
                 torch.index_select(hidden, 0, index, out=dec.hidden)
                 torch.index_select(durations, 0, index, out=dec.durations)
-                dec.tilt.copy_(tilts[pick], non_blocking=True)
+                dec.tilt.copy_(self._staged(tilts[pick]), non_blocking=True)
                 wav = self._decoder(dec, self.profile.frames.bucket(lengths[group[-1]])).run()
                 sizes = [lengths[row] * HOP_LENGTH for row in group]
                 packed = torch.cat([wav[j, :n] for j, n in enumerate(sizes)])  # out of the pool, audio only
@@ -343,6 +343,12 @@ class PipelineEngine:
                 spans.host_phase("wait_encode", t2 - t1)
                 spans.host_phase("launch_decode", time.perf_counter() - t2)
             return [w for w in out if w is not None], lengths, durations[:rows, :length]
+
+    def _staged(self, t: Tensor) -> Tensor:
+        """A host tensor bound for the GPU, in pinned memory: a copy from pageable memory first waits for
+        everything queued on the stream (CUDA's rule for pageable host-to-device copies), which would hold the
+        host until the previous step's decode ends; from pinned memory the copy just joins the queue."""
+        return t.pin_memory() if self.device.type == "cuda" else t
 
     @staticmethod
     def _bucket(axis: AxisRange, n: int, name: str) -> int:
