@@ -91,10 +91,10 @@ def fit_frames(mel: Tensor, frames: int) -> Tensor:
     return F.interpolate(mel[None], size=frames, mode="linear", align_corners=False)[0]
 
 
-def fused_kernels_available(device: torch.device) -> bool:
+def fused_kernels_available(device: torch.device, head_dim: int) -> bool:
     """The fused Triton decode kernels (rtvox.engines.ar_fused) run here: triton installed, a CUDA GPU of compute
-    capability 8.0 or newer (bf16 tensor cores)."""
-    if device.type != "cuda" or torch.cuda.get_device_capability(device)[0] < 8:
+    capability 8.0 or newer (bf16 tensor cores), a power-of-two attention head size."""
+    if head_dim & (head_dim - 1) or device.type != "cuda" or torch.cuda.get_device_capability(device)[0] < 8:
         return False
     from rtvox.engines.ar_fused import HAVE_TRITON
 
@@ -124,7 +124,7 @@ class ARChunkStep:
             static=cuda,
             cuda_graph=cuda,
             compile_mode=None,
-            kernels="triton" if cuda and fused_kernels_available(self.device) else "torch",
+            kernels="triton" if fused_kernels_available(self.device, self.bundle.config.ar.head_dim) else "torch",
         )
 
     @torch.no_grad()
