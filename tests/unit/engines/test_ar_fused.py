@@ -154,12 +154,15 @@ def test_kernels_compile_for_hopper_without_a_gpu() -> None:
     )  # fmt: skip
 
 
-def test_the_chunk_step_takes_the_fused_kernels_only_where_they_run() -> None:
+def test_the_chunk_step_takes_the_fused_kernels_only_where_they_run(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
     from rtvox.runtime.ar_steps import fused_kernels_available
 
     assert not fused_kernels_available(torch.device("cpu"), 64)  # CUDA only
-    if torch.cuda.is_available() and torch.cuda.get_device_capability()[0] >= 8:
-        assert fused_kernels_available(torch.device("cuda"), 64)
-        assert not fused_kernels_available(torch.device("cuda"), 48)  # head size not a power of two
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    assert fused_kernels_available(cuda, 64)
+    assert not fused_kernels_available(cuda, 48)  # head size not a power of two
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (7, 5))
+    assert not fused_kernels_available(cuda, 64)  # no bf16 tensor cores
