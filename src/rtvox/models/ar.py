@@ -78,7 +78,7 @@ class ARConfig:
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> ARConfig:
         presets = {
-            "large": dict(dim=1024, layers=12, heads=16),  # ~157 M: the top of the 50-150 M range
+            "large": dict(dim=1024, layers=12, heads=16),  # ~158 M (152 M read per decode step): the top of ~50-150 M
             "base": {},  # ~90 M parameters (180 MB fp16: more than one GPU call can return, 8 x 16 MiB)
             "medium": dict(dim=640, layers=10, heads=10),  # ~51 M: fp16 weights still come back from the GPU
             "small": dict(dim=512, layers=8, heads=8),  # ~28 M
