@@ -128,8 +128,9 @@ class DeviceSpans:
         return {"steps": self.steps, "encode_s": self.encode_s, "decode_s": self.decode_s, **self.host}
 
     def host_phase(self, name: str, seconds: float) -> None:
-        """Add host (wall) time of one phase of a step: prep, launch_encode, wait_encode, launch_decode, d2h,
-        chunks — where the engine thread's time goes beside the device spans."""
+        """Add host (wall) time of one phase of a step: prep, launch_encode (of which
+        launch_encode_copies: the inputs' copies before the encode program's replay), wait_encode, launch_decode,
+        d2h, chunks — where the engine thread's time goes beside the device spans."""
         key = f"host_{name}_s"
         self.host[key] = self.host.get(key, 0.0) + seconds
 
@@ -313,6 +314,7 @@ class PipelineEngine:
         with torch.inference_mode():
             for i, (dst, src) in enumerate(zip(slot.inputs, tensors, strict=True)):
                 dst.copy_(self._staged(_pad(src, batch, phonemes if i < 2 else None)), non_blocking=True)
+            t_copied = time.perf_counter()
             # Every program's intermediates share one graph pool, so memory a later-captured program reads or
             # returns may be scratch of one captured before it: outputs leave the pool before another program runs.
             hidden, durations = (t.clone() for t in slot.program.run())
@@ -340,6 +342,7 @@ class PipelineEngine:
             if spans is not None:
                 spans.add(started, encoded, decoding, spans.mark())
                 spans.host_phase("launch_encode", t1 - t0)
+                spans.host_phase("launch_encode_copies", t_copied - t0)  # its part before the encode's replay
                 spans.host_phase("wait_encode", t2 - t1)
                 spans.host_phase("launch_decode", time.perf_counter() - t2)
             return [w for w in out if w is not None], lengths, durations[:rows, :length]
