@@ -42,10 +42,15 @@ WAYS = ("free", "tdur", "tdur_tpe", "copy")
 def _griffin_lim(log_mel: np.ndarray) -> np.ndarray:
     import librosa
 
-    wav = librosa.feature.inverse.mel_to_audio(
-        np.exp(log_mel), sr=SAMPLE_RATE, n_fft=N_FFT, hop_length=HOP_LENGTH, win_length=WIN_LENGTH,
-        fmin=MEL_FMIN, fmax=MEL_FMAX, power=1.0, htk=False, norm="slaney", n_iter=48, random_state=0,
+    # mel → linear magnitude, then Griffin-Lim with a fixed seed (mel_to_audio would pass random_state on to the
+    # mel filter bank, which librosa 0.11 rejects)
+    magnitude = librosa.feature.inverse.mel_to_stft(
+        np.exp(log_mel), sr=SAMPLE_RATE, n_fft=N_FFT, fmin=MEL_FMIN, fmax=MEL_FMAX, power=1.0, htk=False,
+        norm="slaney",
     )  # fmt: skip
+    wav = librosa.griffinlim(
+        magnitude, n_iter=48, hop_length=HOP_LENGTH, win_length=WIN_LENGTH, n_fft=N_FFT, random_state=0
+    )
     return np.asarray(wav / max(1e-3, float(np.abs(wav).max())) * 0.8, dtype=np.float32)
 
 
@@ -82,7 +87,10 @@ def main() -> None:
     if not picked:
         raise SystemExit(f"no neutral Mandarin {args.category!r} utterances of {args.corpus} in {args.shard}")
 
-    run = AcousticRun(args.data, Path("/tmp/unused"), device="cpu")
+    progress = json.loads((args.snapshot / "progress.json").read_text("utf-8"))
+    run = AcousticRun(
+        args.data, Path("/tmp/unused"), device="cpu", frame_position=bool(progress.get("frame_position", False))
+    )
     modules = build_modules(run_config(run, len(vocab)), len(vocab))
     load_snapshot(args.snapshot, modules)
     for m in modules.values():
