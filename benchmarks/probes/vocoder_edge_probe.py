@@ -1,7 +1,8 @@
 """How much a chunk's audio depends on what the vocoder sees past its end: each chunk of the serving probe's
 requests (benchmarks/probes/gpu_serving_probe.py) decoded once in fp32 on the CPU, then vocoded as is and with
-silence frames appended up to the next power-of-two frame count (what a bucketed pipeline feeds its vocoder), and
-the log-mel L1 of the two waveforms over the chunk's own samples printed per chunk.
+silence frames appended up to the frame bucket of the `serve` shape profile (what the `graphs` pipeline feeds its
+vocoder, rtvox.engines.pipeline), and the log-mel L1 of the two waveforms over the chunk's own samples printed
+per chunk.
 
     .venv/bin/python benchmarks/probes/vocoder_edge_probe.py models/rtvox-small [OTHER_MODEL ...]
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 import torch
 
 from rtvox.engines.quality import log_mel_l1
+from rtvox.engines.shapes import ShapeProfile
 from rtvox.models.acoustic import MEL_PAD_VALUE
 from rtvox.models.bundle import ModelBundle
 from rtvox.runtime.steps import ChunkJob, encode_inputs, encode_row
@@ -26,6 +28,7 @@ def main() -> None:
     assert spec is not None and spec.loader is not None
     probe = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(probe)
+    frame_buckets = ShapeProfile.preset("serve").frames
     for model in sys.argv[1:]:
         synth = Synthesizer(model, device="cpu", backend="eager")
         bundle = synth.bundle
@@ -40,7 +43,7 @@ def main() -> None:
                 mel = bundle.acoustic.decode(hidden, durations)
                 frames = mel.shape[2]
                 alone = bundle.vocoder(mel).flatten()
-                silence = torch.full((1, mel.shape[1], (1 << (frames - 1).bit_length()) - frames), MEL_PAD_VALUE)
+                silence = torch.full((1, mel.shape[1], frame_buckets.bucket(frames) - frames), MEL_PAD_VALUE)
                 padded = bundle.vocoder(torch.cat([mel, silence], 2)).flatten()[: alone.shape[0]]
             row.append(round(log_mel_l1(padded[None], alone[None]), 3))
         print(model, row, flush=True)
