@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=tuple(TEXT_MIXES),
         default="v1",
         help="sentence mix: v1 = the shipped model's corpus; v2 adds the larger hand-written zh/mixed lists; "
-        "v3 = a Mandarin-first top-up (new hand-written list, lexicon frames)",
+        "v3 = a Mandarin-first top-up (new hand-written list, lexicon frames); v4 = the same, English-first",
     )
     p.add_argument("--log-every", type=int, default=25)
     args = p.parse_args(argv)

@@ -26,7 +26,7 @@ def load_list(name: str) -> tuple[str, ...]:
 
 HAND_WRITTEN = {
     "zh": ("everyday_zh", "polyphone_zh", "everyday2_zh", "everyday3_zh"),
-    "en": ("everyday_en", "heteronym_en"),
+    "en": ("everyday_en", "heteronym_en", "everyday3_en"),
     "mixed": ("mixed", "mixed2"),
 }
 
@@ -442,14 +442,58 @@ def _zh_lexicon(rng: random.Random) -> Pair:
     return same(rng.choice(ZH_LEXICON_FRAMES).format(**picks))
 
 
+@cache
+def _en_words() -> dict[str, tuple[str, ...]]:
+    """data/words_en.txt grouped by part of speech: {"n": nouns, "v": verbs, "a": adjectives}."""
+    groups: dict[str, list[str]] = {}
+    for line in load_list("words_en"):
+        word, tag = line.split("\t")
+        groups.setdefault(tag, []).append(word)
+    return {tag: tuple(words) for tag, words in groups.items()}
+
+
+# The English "lexicon" frames (text mix v4): as for Mandarin, frames in which any listed word reads naturally.
+EN_LEXICON_FRAMES = [
+    "Today's spelling words are {n1}, {n2}, {n3} and {n4}.",
+    "Please write these words in your notebook: {n1}, {v1}, {a1}.",
+    "Next on the dictation list: {n1}, {n2}, {v1}, {a1}, {n3}.",
+    "Can you read the words {n1} and {n2} out loud?",
+    "She wrote {v1}, {a1} and {n1} on the whiteboard.",
+    "In this dictionary, the entry after {n1} is {n2}.",
+    "Make one sentence with the verb {v1} and another with the noun {n1}.",
+    "The key words for this lesson are {n1}, {n2}, and {v1}.",
+    "The word {n1} comes up in this chapter, and so does {n2}.",
+    "Put {a1}, {v1} and {n1} in alphabetical order, please.",
+    "The first pair is {n1} and {n2}; the second pair is {v1} and {a1}.",
+    "Does everyone know how to pronounce the word {n1}?",
+    "He underlined {a1}, {n1} and {v1} in the reading passage.",
+    "Our vocabulary quiz covers {n1}, {a1}, {v1} and {n2}.",
+]
+
+
+def _en_lexicon(rng: random.Random) -> Pair:
+    words = _en_words()
+    picks: dict[str, str] = {}
+    used: set[str] = set()
+    for tag in ("n", "v", "a"):
+        for i in range(1, 5):
+            word = rng.choice(words[tag])
+            while word in used:
+                word = rng.choice(words[tag])
+            used.add(word)
+            picks[f"{tag}{i}"] = word
+    return same(rng.choice(EN_LEXICON_FRAMES).format(**picks))
+
+
 # Neutral joiners: the parts are unrelated, so no "but"/"so" that would make the sentence read oddly.
 ZH_JOINERS = ["，", "；", "，另外，", "。还有，", "；后来，"]
 EN_JOINERS = [", and ", "; ", ", and then ", ". Also, ", ". Later, "]
 
 
-def _long(lang: str, rng: random.Random) -> Pair:
-    """Two or three hand-written sentences joined into one long one (8-20 s of speech)."""
-    pool = load_list("everyday_zh" if lang == "zh" else "everyday_en")
+def _long(lang: str, rng: random.Random, listed: str | None = None) -> Pair:
+    """Two or three hand-written sentences (of ``listed``, default the v1 everyday list) joined into one long one
+    (8-20 s of speech)."""
+    pool = load_list(listed or ("everyday_zh" if lang == "zh" else "everyday_en"))
     parts = [rng.choice(pool) for _ in range(rng.choice([2, 2, 3]))]
     out = parts[0]
     for nxt in parts[1:]:
@@ -480,6 +524,8 @@ TEMPLATES: dict[str, dict[str, Template]] = {
         "time": _en_time,
         "currency": _en_money,
         "long": lambda r: _long("en", r),
+        "long3": lambda r: _long("en", r, "everyday3_en"),
+        "lexicon": _en_lexicon,
     },
     "mixed": {"compose": _mixed_compose},
 }
