@@ -25,6 +25,10 @@ _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "`": "'"})
 _SPLITTERS = re.compile(r"[-‐‑–—_/]")
 # Whisper writes a Chinese clock time as "15.40分"; the text normalizer would read that as a decimal.
 _ZH_DOTTED_TIME = re.compile(r"(?<![\d.])([01]?\d|2[0-3])[.:]([0-5]\d)分")
+# ...and an English one as "at 6.30" (British style); after a time preposition that is a clock time, not a decimal.
+_EN_DOTTED_TIME = re.compile(
+    r"\b(at|by|until|till|from|before|after|around|to|past)\s+([01]?\d|2[0-3])\.([0-5]\d)(?![\d.]\d)", re.IGNORECASE
+)
 
 
 @lru_cache(maxsize=1)
@@ -48,6 +52,7 @@ def normalize_for_scoring(text: str) -> str:
     """
     text = unicodedata.normalize("NFKC", to_simplified(text)).translate(_APOSTROPHES)
     text = _ZH_DOTTED_TIME.sub(r"\1:\2", text)
+    text = _EN_DOTTED_TIME.sub(r"\1 \2:\3", text)
     text = _normalizer().normalize(text)
     text = text.lower()
     for written, canonical in SPELLING.items():
