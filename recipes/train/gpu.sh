@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Train the default model on the GPU machine in calls of under 10 minutes (see recipes/train/README.md).
 #
-#   recipes/train/gpu.sh upload DIR            copy carried shards from DIR into $DATA (a warm machine keeps them)
+#   recipes/train/gpu.sh upload DIR            copy carried shards (and DIR/init snapshots) into $DATA (a warm
+#                                              machine keeps them)
 #   recipes/train/gpu.sh train DIR MINUTES     copy DIR's shards too, then train acoustic + vocoder side by side
 #                                              for MINUTES, resuming from $RUNS when a previous call left state
 #                                              there, else from snapshots in DIR/init if present; the snapshots
@@ -26,6 +27,7 @@ src=$2
 PACK=${PACK:-/tmp/pack}
 mkdir -p "$DATA" "$RUNS" "$OUT"
 cp -v "$src"/*.npz* "$src"/pack.json "$DATA"/ 2>/dev/null || true
+if [ -d "$src/init" ]; then mkdir -p "$DATA/init" && cp -r "$src"/init/* "$DATA/init/"; fi  # init snapshots may come by upload too
 ls -la "$DATA"
 [ "$mode" = upload ] && exit 0
 
@@ -66,11 +68,12 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src:/tmp/site:${PYTHONPATH:-}
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv || true
 declare -A pids=()
 launch() {  # launch NAME TRAINER ARGS...: `rtvox train TRAINER` in $RUNS/NAME, in the background; it resumes from
-  # $RUNS/NAME/state.pt when an earlier call on this machine left one, else starts from $src/init/NAME if present
+  # $RUNS/NAME/state.pt when an earlier call on this machine left one, else starts from $src/init/NAME (or an
+  # uploaded $DATA/init/NAME) if present
   local name=$1 trainer=$2
   shift 2
   local init=()
-  if [ ! -f "$RUNS/$name/state.pt" ] && [ -d "$src/init/$name" ]; then init=(--init "$src/init/$name"); fi
+  if [ ! -f "$RUNS/$name/state.pt" ] && [ -d "$DATA/init/$name" ]; then init=(--init "$DATA/init/$name"); fi
   python3 -m rtvox train "$trainer" --data "$DATA" --run-dir "$RUNS/$name" --minutes "$minutes" \
     --device "${DEVICE:-cuda}" "$@" "${init[@]}" >"$RUNS/$name.log" 2>&1 &
   pids[$name]=$!
