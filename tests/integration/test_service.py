@@ -399,10 +399,7 @@ def test_graphs_backend_and_frontend_processes_serve_like_the_synthesizer(
     chunks on the eager engines) and the frontend in two worker processes give every stream the reference's
     chunks; when the pipeline raises mid-run the step is re-run on the fallback and nothing is lost. With two
     batches in flight the steps are split (launch on the engine thread, finish on another)."""
-    from rtvox.runtime.streaming import context_frames_for
-
     monkeypatch.setenv("RTVOX_PIPELINE_PROFILE", "ci")
-    tail = context_frames_for(reference.bundle.vocoder) * 256
 
     async def main() -> None:
         synth = Synthesizer(tiny_model, device="cpu", backend="graphs")
@@ -410,7 +407,6 @@ def test_graphs_backend_and_frontend_processes_serve_like_the_synthesizer(
         service = TTSService(synth, config)
         await service.start()
         requests = [SynthesisRequest(text=t, voice=v) for t, v in zip(TEXTS, ["anna", "ben"] * 3, strict=True)]
-        compared = 0
         for round_ in range(2):
             if round_ == 1:  # the pipeline fails once: that step goes to the CPU fallback
                 assert synth.pipeline is not None
@@ -422,13 +418,9 @@ def test_graphs_backend_and_frontend_processes_serve_like_the_synthesizer(
                 for got_chunk, want_chunk in zip(result.chunks, want.chunks, strict=True):
                     assert got_chunk.durations == want_chunk.durations
                     assert got_chunk.audio.shape == want_chunk.audio.shape
-                    keep = len(want_chunk.audio) - tail
-                    if keep > 0:
-                        close(got_chunk.audio[:keep], want_chunk.audio[:keep])
-                        compared += 1
+                    close(got_chunk.audio, want_chunk.audio)  # to the chunk's end: one end silence on every path
         stats = service.stats()
         assert stats["requests"]["ok"] == 2 * len(TEXTS) and stats["fallback_steps"] >= 1
-        assert compared >= len(TEXTS)  # most chunks are longer than the padding's reach
         assert service._executor is not None and service._executor.split_steps == (depth > 1)
         await service.stop()
 

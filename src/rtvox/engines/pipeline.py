@@ -10,6 +10,10 @@ half of the compiled pipeline's 3.4 ms for a 10-s utterance (benchmarks/probes/g
               [decode + vocoder program]  (batch, phoneme, frame) bucket, the frame mask computed on the device
            ─► each row's own samples, copied out of the programs' outputs (one device copy per group)
 
+A row's frame bucket leaves at least `end_silence_frames` (rtvox.models.vocoder) of silence past the row's last
+frame, so the vocoder sees what the eager step gives it there and the two agree at a chunk's end; the rest of the
+bucket is beyond the vocoder's reach.
+
 Grouping is what makes big mixed batches pay: a serving step's rows range from a few hundred to ~1 500 frames,
 and one program over the whole batch pads every row to the longest row's bucket (3x the audio in the load
 bench's later chunks); sorted rows split where a smaller frame bucket saves more padded work than a program
@@ -43,6 +47,7 @@ from rtvox.engines.quality import PipelineInputs
 from rtvox.engines.shapes import AxisRange, ShapeProfile
 from rtvox.models.bundle import ModelBundle
 from rtvox.models.prosody import tilt_ramp
+from rtvox.models.vocoder import end_silence_frames
 
 Program = Callable[[], Any]
 
@@ -195,6 +200,8 @@ class PipelineEngine:
         saved = store_weights_fp16(self.encoder) if encode_weights_fp16 else 0
         self.decoder: nn.Module = _without(cast_module(bundle.acoustic, self.device, dtype), _ENCODER_PARTS)
         self.vocoder: nn.Module = cast_module(bundle.vocoder, self.device, dtype)
+        # silence frames a row's bucket must hold past its end (the chunk-end rule every path follows)
+        self.end_frames = end_silence_frames(bundle.config.vocoder)
         self._slots: dict[tuple[int, int], _EncodeSlot] = {}
         self._decode_slots: dict[tuple[int, int], _DecodeSlot] = {}
         self._pool = torch.cuda.graph_pool_handle() if self.device.type == "cuda" else None
@@ -302,7 +309,7 @@ class PipelineEngine:
         """(each row's own samples [frames·hop] fp32 on the device, frame lengths, durations Long[B, N] on the
         device) of a batch; `tilt` [B]: the emotion prior's spectral tilt per row (None: 0). ProfileExceededError
         when the batch has more rows or phonemes than the profile's largest bucket (before any work) or a row more
-        frames (after the encode program)."""
+        frames, with its end silence, than the largest frame bucket (after the encode program)."""
         tensors = inputs.tensors("cpu")  # padded on the host: one copy per input into its static buffer
         rows, length = tensors[0].shape
         batch = self._bucket(self.profile.batch, rows, "batch rows")
@@ -323,10 +330,13 @@ class PipelineEngine:
             lengths = [int(n) for n in durations[:rows].sum(1).tolist()]  # the one host read
             decoding = spans.mark() if spans is not None else None
             t2 = time.perf_counter()
-            self._bucket(self.profile.frames, max(lengths), "frames")
+            # the frames each row's program must hold: its own, then its end silence (the rest of a bucket is more)
+            needed = [n + self.end_frames for n in lengths]
+            self._bucket(self.profile.frames, max(needed), "frames (with the chunk-end silence)")
             tilts = torch.zeros(rows) if tilt is None else tilt.float().cpu()
             out: list[Tensor | None] = [None] * rows
-            for group in plan_decode_groups(lengths, self.profile.batch, self.profile.frames, self.group_launch_cost):
+            groups = plan_decode_groups(needed, self.profile.batch, self.profile.frames, self.group_launch_cost)
+            for group in groups:
                 size = self.profile.batch.bucket(len(group))
                 pick = group + [group[0]] * (size - len(group))  # padding rows repeat a valid one
                 dec = self._decode_slot(size, phonemes, hidden, durations)
@@ -334,7 +344,7 @@ class PipelineEngine:
                 torch.index_select(hidden, 0, index, out=dec.hidden)
                 torch.index_select(durations, 0, index, out=dec.durations)
                 dec.tilt.copy_(self._staged(tilts[pick]), non_blocking=True)
-                wav = self._decoder(dec, self.profile.frames.bucket(lengths[group[-1]])).run()
+                wav = self._decoder(dec, self.profile.frames.bucket(needed[group[-1]])).run()
                 sizes = [lengths[row] * HOP_LENGTH for row in group]
                 packed = torch.cat([wav[j, :n] for j, n in enumerate(sizes)])  # out of the pool, audio only
                 for row, samples in zip(group, packed.split(sizes), strict=True):

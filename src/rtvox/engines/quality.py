@@ -16,6 +16,7 @@ from torch import Tensor
 from rtvox.constants import HOP_LENGTH, SPEAKER_EMBED_DIM
 from rtvox.engines.base import Engine
 from rtvox.models.prosody import IDENTITY_ROW
+from rtvox.models.vocoder import with_end_silence
 
 _MEL: dict[str, torch.nn.Module] = {}
 
@@ -82,12 +83,17 @@ def random_inputs(
     return PipelineInputs(phonemes, mask, cond, ones.clone(), target, ones.clone(), ones.clone(), prosody)
 
 
-def run_pipeline(engines: dict[str, Engine], inputs: PipelineInputs, device: torch.device) -> tuple[Tensor, Tensor]:
+def run_pipeline(
+    engines: dict[str, Engine], inputs: PipelineInputs, device: torch.device, *, end_frames: int = 0
+) -> tuple[Tensor, Tensor]:
     """encode → decode → vocoder; returns (wav [B, S] fp32, frame lengths Long[B]). Samples past each row's
-    length are zeroed so padded tails never count in a comparison."""
+    length are zeroed so padded tails never count in a comparison. `end_frames`: silence frames vocoded past the
+    batch's longest row (rtvox.models.vocoder.end_silence_frames gives each row the edge the Synthesizer's paths
+    give a chunk; 0: the vocoder's own zero padding past the longest row)."""
     hidden, durations = engines["acoustic_encode"](*inputs.tensors(device))
     (mel,) = engines["acoustic_decode"](hidden, durations)
-    (wav,) = engines["vocoder"](mel)
+    (wav,) = engines["vocoder"](with_end_silence(mel, end_frames))
+    wav = wav[:, : mel.shape[2] * HOP_LENGTH]
     lengths = durations.sum(1)
     keep = torch.arange(wav.shape[1], device=wav.device)[None, :] < (lengths * HOP_LENGTH)[:, None]
     return wav.float() * keep, lengths

@@ -25,6 +25,7 @@ from torch.nn.utils.parametrizations import weight_norm as apply_weight_norm
 
 from rtvox.constants import HOP_LENGTH, N_MELS
 from rtvox.errors import InputError, ModelError
+from rtvox.models.acoustic import MEL_PAD_VALUE
 from rtvox.models.layers import config_from_dict, config_to_dict
 from rtvox.models.vocos import Vocos, VocosConfig
 
@@ -84,6 +85,28 @@ class VocoderConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return config_to_dict(self)
+
+    @property
+    def receptive_field_frames(self) -> int:
+        """One-sided receptive field in mel frames (an upper bound, rounded up).
+
+        Summed layer by layer, each converted to frames at the sample rate of that layer: conv_pre (kernel 7),
+        per stage the transposed conv (kernel k, rate r, padding (k - r) / 2 reaches (k + r - 2) / (2r) input
+        samples) and the widest MRF branch (per dilation d: d (K - 1) / 2 + (K - 1) / 2 samples), then conv_post
+        (kernel 7).
+        """
+        frames = 3.0  # conv_pre, kernel 7, at 1 sample per frame
+        per_frame = 1  # samples per frame at the current layer
+        for rate, kernel in zip(self.upsample_rates, self.upsample_kernels, strict=True):
+            frames += (kernel + rate - 2) / (2 * rate) / per_frame
+            per_frame *= rate
+            mrf = max(
+                sum((d + 1) * (k - 1) // 2 for d in dilations)
+                for k, dilations in zip(self.resblock_kernels, self.resblock_dilations, strict=True)
+            )
+            frames += mrf / per_frame
+        frames += 3 / per_frame  # conv_post, kernel 7, at full rate
+        return math.ceil(frames)
 
 
 def _conv(c_in: int, c_out: int, kernel: int, dilation: int = 1) -> nn.Conv1d:
@@ -187,3 +210,25 @@ def vocoder_config_from_dict(data: dict[str, Any]) -> AnyVocoderConfig:
 def build_vocoder(config: AnyVocoderConfig) -> AnyVocoder:
     """An inference vocoder module for `config` (HiFi-GAN without weight norm, or Vocos)."""
     return Vocos(config) if isinstance(config, VocosConfig) else HiFiGAN(config)
+
+
+# ---------------------------------------------------------------------------------------------- a chunk's end
+# What the vocoder sees past a chunk's last frame decides the chunk's last receptive field of audio, so every path
+# gives it the same thing: silence (MEL_PAD_VALUE frames) for at least the receptive field. The per-module step
+# vocodes each chunk followed by `end_silence_frames` of it (rtvox.runtime.streaming.vocode_batched); the
+# captured pipeline picks a frame bucket with at least that much silence past each row (rtvox.engines.pipeline).
+# Whatever lies further out (more of a bucket's silence, a convolution's zero padding) cannot reach the chunk's
+# samples, so every backend's audio agrees at the chunk's end. Without the rule, vocoding exactly the chunk's
+# frames (zero padding past it) and vocoding it in a silence-padded bucket differed by log-mel L1 0.121 on a
+# chunk whose speech runs up to its end (BENCHMARKS.md).
+
+
+def end_silence_frames(config: AnyVocoderConfig) -> int:
+    """Frames of silence every path vocodes a chunk with past its last frame: the vocoder's receptive field."""
+    return config.receptive_field_frames
+
+
+def with_end_silence(mel: Tensor, frames: int) -> Tensor:
+    """mel [..., n_mels, T] -> [..., n_mels, T + frames], the new frames silence; its audio's first T * HOP_LENGTH
+    samples are the chunk's."""
+    return F.pad(mel, (0, frames), value=MEL_PAD_VALUE)

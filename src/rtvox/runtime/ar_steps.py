@@ -6,8 +6,9 @@ when the request has a target duration, else a free length with a generous cap);
 `ARDecodeEngine.generate` (continuous batching: rows join and leave the decode batch at step boundaries); the codec
 turns each row's codes into a mel in the row's voice; the mel is resampled to its exact length (the chunk's target,
 or the generated length divided by `speed`: the GPT has no duration predictor to scale); `vocode_batched` vocodes
-all rows over overlapping windows. Sampling noise is a counter hash of (seed, step, token), so a row's audio does
-not depend on what it is batched with.
+all rows over overlapping windows, each followed by the chunk-end silence every path uses
+(rtvox.models.vocoder.end_silence_frames). Sampling noise is a counter hash of (seed, step, token), so a row's
+audio does not depend on what it is batched with.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from rtvox.constants import FRAMES_PER_SECOND, SPEAKER_EMBED_DIM
 from rtvox.errors import InputError
 from rtvox.models.ar_bundle import ARBundle
 from rtvox.models.sampling import SamplingParams
+from rtvox.models.vocoder import end_silence_frames
 from rtvox.runtime.ar import ARDecodeEngine, ARRequest
 from rtvox.runtime.steps import (
     SECONDS_PER_PHONEME_ESTIMATE,
@@ -111,6 +113,7 @@ class ARChunkStep:
         self.bundle = bundle
         self.device = device
         self.context_frames = context_frames
+        self.end_frames = end_silence_frames(bundle.config.vocoder)  # the chunk-end rule of every path
         self.decoder = self._new_decoder()
 
     def _new_decoder(self) -> ARDecodeEngine:
@@ -140,7 +143,9 @@ class ARChunkStep:
             self.decoder = self._new_decoder()
             raise
         mels = [self._mel(job, codes[r.request_id]) for job, r in zip(jobs, requests, strict=True)]
-        audio = vocode_batched(self.bundle.vocoder, mels, context_frames=self.context_frames)
+        audio = vocode_batched(
+            self.bundle.vocoder, mels, end_frames=self.end_frames, context_frames=self.context_frames
+        )
         # No per-phoneme durations in this family: each chunk's frames are spread evenly over its model phonemes
         # (skipped symbols keep 0), so word timestamps are approximate rather than missing.
         return [

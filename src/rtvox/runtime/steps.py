@@ -3,7 +3,9 @@
 A request is prepared once (frontend → phoneme ids, condition vector, per-chunk frame targets), then each chunk
 runs through one batched step: acoustic encode + decode for every chunk of the batch in one call each (rows padded
 to the longest, per-row masks), then the vocoder over overlapping mel windows (`streaming.vocode_batched`), so a
-batched row's audio equals that chunk run alone. Owns no queues; the scheduler decides which chunks run together.
+batched row's audio equals that chunk run alone. Every chunk is vocoded followed by `end_frames` of silence
+(rtvox.models.vocoder.end_silence_frames), as the captured pipeline does, so both paths agree at a chunk's end.
+Owns no queues; the scheduler decides which chunks run together.
 """
 
 from __future__ import annotations
@@ -147,6 +149,7 @@ def run_chunk_step(
     device: torch.device,
     *,
     context_frames: int,
+    end_frames: int,
     window_frames: int = DEFAULT_BATCH_WINDOW_FRAMES,
     max_rows: int = DEFAULT_MAX_ROWS,
 ) -> list[AudioChunk]:
@@ -164,7 +167,12 @@ def run_chunk_step(
         for row, (t, job) in enumerate(zip(lengths, jobs, strict=True))
     ]
     audio = vocode_batched(
-        engines["vocoder"], mels, context_frames=context_frames, window_frames=window_frames, max_rows=max_rows
+        engines["vocoder"],
+        mels,
+        end_frames=end_frames,
+        context_frames=context_frames,
+        window_frames=window_frames,
+        max_rows=max_rows,
     )
     out = []
     for row, job in enumerate(jobs):
@@ -181,11 +189,12 @@ def run_pipeline_step(
     device: torch.device,
     *,
     context_frames: int,
+    end_frames: int,
 ) -> list[AudioChunk]:
     """`run_chunk_step` on the captured pipeline (rtvox.engines.pipeline: encode, decode and vocoder as CUDA
     graphs per shape bucket, the whole chunk vocoded at once): batches past the profile's row count are split,
     and a group whose longest row is past its frame buckets runs on the per-module `engines` instead."""
-    return launch_pipeline_step(pipeline, engines, jobs, device, context_frames=context_frames)()
+    return launch_pipeline_step(pipeline, engines, jobs, device, context_frames=context_frames, end_frames=end_frames)()
 
 
 def launch_pipeline_step(
@@ -195,6 +204,7 @@ def launch_pipeline_step(
     device: torch.device,
     *,
     context_frames: int,
+    end_frames: int,
 ) -> Callable[[], list[AudioChunk]]:
     """`run_pipeline_step` in two halves: this call prepares the rows, runs the encode program, reads the frame
     counts and launches the decode programs and the copy of their audio to the host; the returned `finish` waits
@@ -213,7 +223,8 @@ def launch_pipeline_step(
         try:
             wavs, _, durations = pipeline.run_rows(inputs, tilt)
         except ProfileExceededError:
-            pending.append(ready(run_chunk_step(engines, group, device, context_frames=context_frames)))
+            step = run_chunk_step(engines, group, device, context_frames=context_frames, end_frames=end_frames)
+            pending.append(ready(step))
             continue
         if spans is not None:
             spans.host_phase("prep", t1 - t0)

@@ -37,25 +37,10 @@ VocodeFn = Callable[[Tensor], Tensor | tuple[Tensor, ...]]  # mel[1, 80, T] -> w
 
 
 def receptive_field_frames(vocoder: HiFiGAN | VocoderConfig) -> int:
-    """One-sided receptive field of a HiFi-GAN generator in mel frames (an upper bound, rounded up).
-
-    Summed layer by layer, each converted to frames at the sample rate of that layer: conv_pre (kernel 7),
-    per stage the transposed conv (kernel k, rate r, padding (k - r) / 2 reaches (k + r - 2) / (2r) input samples)
-    and the widest MRF branch (per dilation d: d (K - 1) / 2 + (K - 1) / 2 samples), then conv_post (kernel 7).
-    """
+    """One-sided receptive field of a HiFi-GAN generator in mel frames (an upper bound, rounded up; see
+    `VocoderConfig.receptive_field_frames`)."""
     cfg = vocoder.config if isinstance(vocoder, HiFiGAN) else vocoder
-    frames = 3.0  # conv_pre, kernel 7, at 1 sample per frame
-    per_frame = 1  # samples per frame at the current layer
-    for rate, kernel in zip(cfg.upsample_rates, cfg.upsample_kernels, strict=True):
-        frames += (kernel + rate - 2) / (2 * rate) / per_frame
-        per_frame *= rate
-        mrf = max(
-            sum((d + 1) * (k - 1) // 2 for d in dilations)
-            for k, dilations in zip(cfg.resblock_kernels, cfg.resblock_dilations, strict=True)
-        )
-        frames += mrf / per_frame
-    frames += 3 / per_frame  # conv_post, kernel 7, at full rate
-    return math.ceil(frames)
+    return cfg.receptive_field_frames
 
 
 class StreamingVocoder:
@@ -178,6 +163,11 @@ def _concat(pieces: list[np.ndarray]) -> np.ndarray:
 # windows ending at the mel's end (full left context) are left-padded into another, and only windows with short
 # context on both sides (mels shorter than two contexts) need rows of equal length. Every row's emitted samples
 # are then those of one-shot `vocode(mel)` (up to float rounding).
+#
+# A chunk is vocoded followed by silence (`end_frames`, rtvox.models.vocoder.end_silence_frames: the rule every
+# backend follows at a chunk's end): those frames are right context the windows read but emit no audio for, and as
+# they cover the receptive field, what lies past them does not matter: every row goes into the right-padded call,
+# and a chunk of up to window_frames is one window.
 
 DEFAULT_BATCH_WINDOW_FRAMES = 256  # larger than DEFAULT_WINDOW_FRAMES: the overlap costs 2 * context per window
 DEFAULT_MAX_ROWS = 64  # most windows in one vocoder call (bounds activation memory)
@@ -213,24 +203,28 @@ def context_frames_for(vocoder: object) -> int:
     return max(DEFAULT_CONTEXT_FRAMES, (kernel // 2) * (layers + 1) + istft + 1)
 
 
-def plan_windows(source: int, n_frames: int, window_frames: int, context_frames: int) -> list[MelWindow]:
+def plan_windows(
+    source: int, n_frames: int, window_frames: int, context_frames: int, end_frames: int = 0
+) -> list[MelWindow]:
     """Cover frames [0, n_frames) with windows of <= window_frames new frames each.
 
-    A mel of at least 2 * context frames is split into >= 2 pieces of >= context frames each, so the first piece
-    has full right context and the last full left context (they can join padded batches); shorter mels are one
-    window that must run at its exact length.
+    `end_frames` > 0 (at least the vocoder's receptive field): frames [n_frames, n_frames + end_frames) are
+    silence the windows read as right context (`stop` reaches into them); past that silence nothing reaches the
+    mel's samples, so every window may be right-padded. Without it, a mel of at least 2 * context frames is split
+    into >= 2 pieces of >= context frames each, so the first piece has full right context and the last full left
+    context (they can join padded batches); shorter mels are one window that must run at its exact length.
     """
     if n_frames <= 0:
         return []
     pieces = math.ceil(n_frames / window_frames)
-    if context_frames:
+    if context_frames and not end_frames:
         # >= 2 pieces of >= context frames each when the mel is long enough, else one exact-length window
         pieces = 1 if n_frames < 2 * context_frames else min(max(2, pieces), n_frames // context_frames)
     bounds = [round(i * n_frames / pieces) for i in range(pieces + 1)]
     windows = []
     for new_start, new_stop in itertools.pairwise(bounds):
         start = max(0, new_start - context_frames)
-        stop = min(n_frames, new_stop + context_frames)
+        stop = min(n_frames + end_frames, new_stop + context_frames)
         windows.append(
             MelWindow(
                 source,
@@ -239,7 +233,7 @@ def plan_windows(source: int, n_frames: int, window_frames: int, context_frames:
                 new_start,
                 new_stop,
                 exact_left=new_start - start < context_frames,
-                exact_right=stop - new_stop < context_frames,
+                exact_right=not end_frames and stop - new_stop < context_frames,
             )
         )
     return windows
@@ -249,14 +243,22 @@ def vocode_batched(
     vocode: VocodeFn,
     mels: Sequence[Tensor],
     *,
+    end_frames: int,
     context_frames: int = DEFAULT_CONTEXT_FRAMES,
     window_frames: int = DEFAULT_BATCH_WINDOW_FRAMES,
     max_rows: int = DEFAULT_MAX_ROWS,
     pad_value: float = MEL_PAD_VALUE,
 ) -> list[np.ndarray]:
-    """Vocode several mels [n_mels, T_i] in few batched calls; returns float32 audio of T_i * HOP_LENGTH each,
-    equal to `vocode(mel[None])[0]` per mel when context_frames >= the vocoder's receptive field."""
-    windows = [w for i, mel in enumerate(mels) for w in plan_windows(i, mel.shape[-1], window_frames, context_frames)]
+    """Vocode several mels [n_mels, T_i] in few batched calls, each followed by `end_frames` of silence
+    (`pad_value`; 0 or at least the vocoder's receptive field); returns float32 audio of T_i * HOP_LENGTH each,
+    equal to the first T_i * HOP_LENGTH samples of `vocode(with_end_silence(mel, end_frames)[None])[0]`
+    (rtvox.models.vocoder) per mel when context_frames >= the vocoder's receptive field (end_frames 0: to
+    `vocode(mel[None])[0]`)."""
+    windows = [
+        w
+        for i, mel in enumerate(mels)
+        for w in plan_windows(i, mel.shape[-1], window_frames, context_frames, end_frames)
+    ]
     right_padded = [w for w in windows if not w.exact_right]
     left_padded = [w for w in windows if w.exact_right and not w.exact_left]
     exact: dict[int, list[MelWindow]] = {}
@@ -290,7 +292,8 @@ def _vocode_group(
     offsets = []
     for row, w in enumerate(group):
         offset = length - (w.stop - w.start) if pad_left else 0
-        batch[row, :, offset : offset + w.stop - w.start] = mels[w.source][..., w.start : w.stop].to(first.device)
+        real = mels[w.source][..., w.start : w.stop]  # frames past the mel's end stay `pad_value`: its end silence
+        batch[row, :, offset : offset + real.shape[-1]] = real.to(first.device)
         offsets.append(offset)
     with torch.inference_mode():
         result = vocode(batch)

@@ -26,6 +26,7 @@ from rtvox.models.bundle import ModelBundle
 from rtvox.models.emotion import fuse_condition
 from rtvox.models.prosody import IDENTITY_ROW, ProsodyRow
 from rtvox.models.speaker import SpeakerEncoder, default_speaker_encoder_dir
+from rtvox.models.vocoder import end_silence_frames
 from rtvox.runtime.ar_steps import ARChunkStep, check_request
 from rtvox.runtime.cache import EmbeddingCache
 from rtvox.runtime.steps import (
@@ -115,6 +116,8 @@ class Synthesizer:
         self._mel = MelSpectrogram().to(self.device)
         # Windows of the streamed vocoder need at least the vocoder's receptive field of context on each side.
         self.vocoder_context_frames = context_frames_for(self.bundle.vocoder)
+        # Silence every chunk is vocoded with past its end, on every path (the chunk-end rule, models.vocoder).
+        self.vocoder_end_frames = end_silence_frames(self.bundle.config.vocoder)
         self.engines: dict[str, Engine] = {}
         self.pipeline: PipelineEngine | None = None  # backend "graphs": the captured whole-chain engine
         self._ar_step: ARChunkStep | None = None
@@ -292,9 +295,20 @@ class Synthesizer:
             return self._ar_step(jobs)
         if self.pipeline is not None:
             return run_pipeline_step(
-                self.pipeline, self.engines, jobs, self.device, context_frames=self.vocoder_context_frames
+                self.pipeline,
+                self.engines,
+                jobs,
+                self.device,
+                context_frames=self.vocoder_context_frames,
+                end_frames=self.vocoder_end_frames,
             )
-        return run_chunk_step(self.engines, jobs, self.device, context_frames=self.vocoder_context_frames)
+        return run_chunk_step(
+            self.engines,
+            jobs,
+            self.device,
+            context_frames=self.vocoder_context_frames,
+            end_frames=self.vocoder_end_frames,
+        )
 
     def launch_step(self, jobs: Sequence[ChunkJob]) -> Callable[[], list[AudioChunk]]:
         """`run_step` in two halves: launch now, `finish()` (callable from any thread) returns the chunks. With
@@ -302,7 +316,12 @@ class Synthesizer:
         launch_pipeline_step); other engines finish the step here and `finish` only hands it over."""
         if self.pipeline is not None and self._ar_step is None:
             return launch_pipeline_step(
-                self.pipeline, self.engines, jobs, self.device, context_frames=self.vocoder_context_frames
+                self.pipeline,
+                self.engines,
+                jobs,
+                self.device,
+                context_frames=self.vocoder_context_frames,
+                end_frames=self.vocoder_end_frames,
             )
         return ready(self.run_step(jobs))
 

@@ -1,4 +1,4 @@
-"""HiFi-GAN generator: lengths, range, weight norm, presets."""
+"""HiFi-GAN generator: lengths, range, weight norm, presets; the chunk-end rule of both vocoder families."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ import torch
 from rtvox.constants import HOP_LENGTH, N_MELS
 from rtvox.errors import InputError, ModelError
 from rtvox.models.layers import count_parameters
-from rtvox.models.vocoder import HiFiGAN, VocoderConfig
+from rtvox.models.vocoder import (
+    HiFiGAN,
+    VocoderConfig,
+    build_vocoder,
+    end_silence_frames,
+    vocoder_preset,
+    with_end_silence,
+)
 
 
 def test_output_length_and_range() -> None:
@@ -31,6 +38,28 @@ def test_frames_are_causal_enough_for_batching() -> None:
         alone = vocoder(mel)
         batched = vocoder(torch.cat([mel, torch.randn(1, N_MELS, 10)]))
     torch.testing.assert_close(batched[:1], alone, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("preset", ["tiny", "vocos-tiny"])
+def test_end_silence_is_all_a_chunk_end_sees(preset: str) -> None:
+    """The chunk-end rule: past `end_silence_frames` of silence nothing reaches the chunk's samples, so more
+    silence (a bucket's) or none beyond it (the convolutions' zero padding) gives the same audio; with no silence
+    the end differs."""
+    torch.manual_seed(3)
+    config = vocoder_preset(preset)
+    vocoder = build_vocoder(config).eval()
+    for module in vocoder.modules():  # louder than the tiny init, so a difference at the end shows
+        if isinstance(module, torch.nn.Conv1d | torch.nn.ConvTranspose1d):
+            torch.nn.init.normal_(module.weight, 0.0, 1.0 / (module.weight.shape[1] * module.weight.shape[2]) ** 0.5)
+    mel = torch.randn(1, N_MELS, 40) * 2
+    n, end = 40 * HOP_LENGTH, end_silence_frames(config)
+    with torch.no_grad():
+        ruled = vocoder(with_end_silence(mel, end))[:, :n]
+        bucket = vocoder(with_end_silence(mel, end + 57))[:, :n]
+        bare = vocoder(mel)
+    assert with_end_silence(mel, end).shape == (1, N_MELS, 40 + end)
+    torch.testing.assert_close(ruled, bucket, rtol=0, atol=1e-6)
+    assert float((bare - ruled).abs().max()) > 1e-3
 
 
 def test_weight_norm_removal_keeps_the_function() -> None:

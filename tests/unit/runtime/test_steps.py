@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from rtvox.constants import FRAMES_PER_SECOND, HOP_LENGTH, N_MELS
-from rtvox.models.vocoder import HiFiGAN, VocoderConfig
+from rtvox.models.vocoder import HiFiGAN, VocoderConfig, end_silence_frames, with_end_silence
 from rtvox.models.vocos import Vocos, VocosConfig
 from rtvox.runtime import Synthesizer
 from rtvox.runtime.steps import ChunkJob
@@ -39,37 +39,46 @@ def _loud_hifigan(seed: int = 0) -> HiFiGAN:
 
 
 @pytest.mark.parametrize("n_frames", [1, 7, 31, 32, 33, 64, 65, 200, 513])
-@pytest.mark.parametrize("context", [0, 16])
-def test_windows_cover_every_frame_once_with_full_context_where_padded(n_frames: int, context: int) -> None:
-    windows = plan_windows(3, n_frames, 64, context)
+@pytest.mark.parametrize(("context", "end"), [(0, 0), (16, 0), (16, 6), (16, 16), (16, 29)])
+def test_windows_cover_every_frame_once_with_full_context_where_padded(n_frames: int, context: int, end: int) -> None:
+    windows = plan_windows(3, n_frames, 64, context, end)
     assert windows[0].new_start == 0 and windows[-1].new_stop == n_frames
     for a, b in itertools.pairwise(windows):
         assert a.new_stop == b.new_start
     for w in windows:
         assert w.source == 3 and w.new_stop - w.new_start <= max(64, 2 * context)
         assert w.exact_left == (w.new_start - w.start < context)
-        assert w.exact_right == (w.stop - w.new_stop < context)
+        assert w.exact_right == (not end and w.stop - w.new_stop < context)
         if w.exact_left:
             assert w.start == 0  # short context only where the mel itself starts
         if w.exact_right:
             assert w.stop == n_frames
+        # full right context, or all of it up to the end of the mel's end silence
+        assert w.stop - w.new_stop >= context or w.stop == n_frames + end
     if n_frames >= 2 * context > 0:
         assert not any(w.exact_left and w.exact_right for w in windows)  # never needs an exact-length row
+    if end:  # the end silence covers the receptive field: all windows right-padded, as few as the window allows
+        assert len(windows) == -(-n_frames // 64) and windows[-1].stop == min(n_frames + end, n_frames + context)
 
 
 @pytest.mark.parametrize("family", ["hifigan", "vocos"])
-def test_vocode_batched_equals_one_shot_per_mel(family: str) -> None:
+@pytest.mark.parametrize("with_end", [False, True])
+def test_vocode_batched_equals_one_shot_per_mel(family: str, with_end: bool) -> None:
+    """Each mel's audio is that of the mel with `end_frames` of silence appended (none: the vocoder's own zero
+    padding past its end), vocoded at once and cut to the mel's own samples."""
     torch.manual_seed(1)
     vocoder: nn.Module = _loud_hifigan() if family == "hifigan" else Vocos(VocosConfig.preset("tiny")).eval()
     context = context_frames_for(vocoder)
+    end = end_silence_frames(vocoder.config) if with_end else 0
     lengths = [1, 5, 2 * context - 1, 2 * context, 70, 301, 5, 130]
     mels = [torch.randn(N_MELS, n) for n in lengths]
     # max_rows=3 splits groups across calls; window_frames=64 makes several windows per long mel
-    got = vocode_batched(vocoder, mels, context_frames=context, window_frames=64, max_rows=3)
+    got = vocode_batched(vocoder, mels, end_frames=end, context_frames=context, window_frames=64, max_rows=3)
     for mel, audio in zip(mels, got, strict=True):
+        n = mel.shape[-1] * HOP_LENGTH
         with torch.inference_mode():
-            want = vocoder(mel[None])[0].numpy()
-        assert audio.shape == (mel.shape[-1] * HOP_LENGTH,)
+            want = vocoder(with_end_silence(mel, end)[None])[0, :n].numpy()
+        assert audio.shape == (n,)
         assert_audio_close(audio, want, rel=1e-5)
 
 
@@ -97,6 +106,7 @@ def test_batched_step_equals_unbatched_per_row(rsynth: Synthesizer) -> None:
 
 
 def test_chunk_audio_equals_one_shot_vocoding_of_its_mel(rsynth: Synthesizer) -> None:
+    """A chunk's audio: its whole mel vocoded at once, followed by the chunk-end silence every path uses."""
     prepared = rsynth.prepare(SynthesisRequest(text=TEXTS[3]))
     for index, chunk in enumerate(rsynth.run_step([ChunkJob(prepared, i) for i in range(len(prepared.chunks))])):
         ids = torch.tensor([prepared.chunks[index].ids])
@@ -114,7 +124,8 @@ def test_chunk_audio_equals_one_shot_vocoding_of_its_mel(rsynth: Synthesizer) ->
                 one,
                 torch.tensor([prepared.prosody]),
             )
-            want = rsynth.bundle.vocoder(acoustic.decode(hidden, durations))[0].numpy()
+            mel = with_end_silence(acoustic.decode(hidden, durations), rsynth.vocoder_end_frames)
+            want = rsynth.bundle.vocoder(mel)[0, : len(chunk.audio)].numpy()
         assert chunk.durations == tuple(durations[0].tolist())
         assert len(chunk.audio) == sum(chunk.durations) * HOP_LENGTH
         assert_audio_close(chunk.audio, want)
@@ -179,7 +190,7 @@ def test_graphs_backend_step_matches_the_eager_step(
     runtime_model, rsynth: Synthesizer, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
     """Backend "graphs" (the captured whole-chain pipeline; uncaptured on a CPU) serves a batch as the eager
-    step does: same durations, same audio up to the bucket padding's reach at each chunk's end. The ci profile
+    step does: same durations, same audio to each chunk's end (both give it the same end silence). The ci profile
     (2 rows, 64 phonemes) makes the step split the batch and send the longer chunks to the eager engines; a
     spectral tilt reaches the audio as `tilt_mel` does on the eager path."""
     import dataclasses
@@ -194,12 +205,10 @@ def test_graphs_backend_step_matches_the_eager_step(
     jobs[0] = ChunkJob(dataclasses.replace(jobs[0].prepared, tilt=0.7), jobs[0].index)
     lengths = [len(j.prepared.chunks[j.index].ids) for j in jobs]
     assert min(lengths) <= 64 < max(lengths) and len(jobs) > 2
-    context = context_frames_for(rsynth.bundle.vocoder) * HOP_LENGTH
     for got, want in zip(graphs.run_step(jobs), rsynth.run_step(jobs), strict=True):
         assert got.durations == want.durations and got.index == want.index and got.is_last == want.is_last
         assert got.audio.shape == want.audio.shape and got.audio.dtype == np.float32
-        keep = max(0, len(want.audio) - context)
-        assert_audio_close(got.audio[:keep], want.audio[:keep], rel=1e-4)
+        assert_audio_close(got.audio, want.audio, rel=1e-4)
     assert {key[0] for key in graphs.pipeline._slots} == {1, 2}  # served by the pipeline, split into rows of 2
     untilted = graphs.run_step([ChunkJob(dataclasses.replace(jobs[0].prepared, tilt=0.0), jobs[0].index)])[0]
     assert not np.array_equal(untilted.audio, graphs.run_step(jobs[:1])[0].audio)
