@@ -184,6 +184,9 @@ def main() -> None:
     parser.add_argument("--budget-s", type=float, default=400.0, help="steps start only while this lasts")
     parser.add_argument("--model", type=Path, default=ROOT / "models" / "rtvox-base")
     parser.add_argument("--smoke", action="store_true", help="short CPU run of every step")
+    parser.add_argument(
+        "--only", default=None, help="comma-separated variant labels (e.g. aoti-bf16): eager fp32 and these alone"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     smoke = args.smoke or not torch.cuda.is_available()
@@ -303,14 +306,20 @@ def main() -> None:
     # Priority order: the acceptance figures first (best variants, reference vocoder + kernels, the load
     # probe, the sweep), then the other precisions; the budget may end the list early.
     first = ["inductor-bf16", "aoti-bf16"] if not smoke else ["inductor-fp32", "aoti-fp32"]
+    if args.only:
+        first = [label for label in args.only.split(",") if label]
+        unknown = [label for label in first if label not in by_label]
+        if unknown:
+            parser.error(f"--only: unknown variant(s) {unknown}; known: {sorted(by_label)}")
     for label in first:
         variant_step(*by_label[label])
-    run.step("vocoder_v1", vocoder_v1, need_s=90.0)
-    run.step("aoti_probe", probe, need_s=40.0)
-    run.step("batch_sweep", sweep, need_s=60.0)
-    for label, *rest in variants:
-        if label not in first:
-            variant_step(label, *rest)
+    if not args.only:
+        run.step("vocoder_v1", vocoder_v1, need_s=90.0)
+        run.step("aoti_probe", probe, need_s=40.0)
+        run.step("batch_sweep", sweep, need_s=60.0)
+        for label, *rest in variants:
+            if label not in first:
+                variant_step(label, *rest)
     run.step("roofline", roofline)
     summary = {
         label: {

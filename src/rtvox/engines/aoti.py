@@ -5,9 +5,12 @@ profile (min..max; the example inputs sit at opt), then `torch._inductor.aoti_co
 lands in the engine cache, keyed by torch version among others (a package from torch 2.13 does not load in
 2.11).
 
-Load: on the H200 with torch 2.11, `aoti_load_package` was seen to segfault inside `_load_aoti`. A segfault
-cannot be caught, so on CUDA, on CPU with a torch older than 2.13 (2.11's CPU packages segfault on load too), or
-with RTVOX_AOTI_SAFE_LOAD=1, each load path is first tried in a child process
+Load: on the H200 with torch 2.11 every load path segfaulted in the artifact's constructor (std::regex in
+`parse_device_str`). Cause, from a native backtrace (benchmarks/probes/aoti_native_probe.py): the .so lists no
+libstdc++ among its needed libraries, so its C++ runtime references bind to whatever exports them first in the
+process; loading libstdc++ with RTLD_GLOBAL first (rtvox._cxxrt.cxx_runtime_first, called before every load)
+makes the same artifact load and match eager there. A segfault cannot be caught, so on CUDA, on CPU with a torch
+older than 2.13, or with RTVOX_AOTI_SAFE_LOAD=1, each load path is still first tried in a child process
 on the package's example inputs, in LOAD_PATHS order; the first that runs and matches is recorded in
 loader.json beside the package and then used in-process. Paths:
     aoti_load_package   torch._inductor.aoti_load_package (the documented API)
@@ -31,6 +34,7 @@ import torch
 from torch import Tensor
 from torch.export import Dim
 
+from rtvox._cxxrt import cxx_runtime_first
 from rtvox.engines.base import BuildOptions, ModuleFn
 from rtvox.engines.cache import CacheKey, state_hash
 from rtvox.engines.compiled import CompiledEngine
@@ -63,6 +67,7 @@ def export_program(net: torch.nn.Module, module: str, profile: ShapeProfile, exa
 
 
 def _load(path: str, package: Path, device: torch.device) -> Callable[..., Any]:
+    cxx_runtime_first()  # the artifact's C++ runtime symbols must bind to libstdc++ (module docstring)
     index = device.index if device.index is not None else (0 if device.type == "cuda" else -1)
     if path == "aoti_load_package":
         return torch._inductor.aoti_load_package(str(package), device_index=index)

@@ -34,7 +34,9 @@ def test_whisper_dotted_clock_time_reads_as_the_time() -> None:
     assert normalize_for_scoring("价格是12.45元") == "价 格 是 十 二 点 四 五 元"  # a decimal stays a decimal
     assert normalize_for_scoring("opens at 6.30. Every day") == normalize_for_scoring("opens at six thirty every day")
     assert normalize_for_scoring("a table at 7.15 tonight") == normalize_for_scoring("a table at 7:15 tonight")
-    assert normalize_for_scoring("it weighs 6.30 kilos") == normalize_for_scoring("it weighs six point three zero kilos")
+    assert normalize_for_scoring("it weighs 6.30 kilos") == normalize_for_scoring(
+        "it weighs six point three zero kilos"
+    )
 
 
 def test_edit_counts_classifies_operations() -> None:
