@@ -20,6 +20,9 @@ from pathlib import Path
 import torch
 
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+from aoti_load_probe import Stack  # noqa: E402 - the same small conv stack as the load-path probe
+
 RUN = (
     "import torch\n"
     "A = torch._C._aoti\n"
@@ -29,16 +32,6 @@ RUN = (
     "io = torch.load(IO); y = r.run([io['x'].to(DEVICE)])[0]\n"
     "print('MAXDIFF', float((y.cpu() - io['ref']).abs().max()))\n"
 )
-
-
-class Stack(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.a = torch.nn.Conv1d(80, 128, 7, padding=3)
-        self.b = torch.nn.Conv1d(128, 128, 3, padding=1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.b(torch.nn.functional.leaky_relu(self.a(x), 0.1))
 
 
 def sh(cmd: list[str], env: dict[str, str] | None = None, timeout: int = 120) -> tuple[int, str]:

@@ -400,13 +400,35 @@ def _mixed_compose(rng: random.Random) -> Pair:
 
 
 @cache
-def _zh_words() -> dict[str, tuple[str, ...]]:
-    """data/words_zh.txt grouped by part of speech: {"n": nouns, "v": verbs, "a": adjectives}."""
+def _word_groups(name: str) -> dict[str, tuple[str, ...]]:
+    """data/<name>.txt (word<TAB>tag lines) grouped by part of speech: {"n": nouns, "v": verbs, "a": adjectives}."""
     groups: dict[str, list[str]] = {}
-    for line in load_list("words_zh"):
+    for line in load_list(name):
         word, tag = line.split("\t")
         groups.setdefault(tag, []).append(word)
     return {tag: tuple(words) for tag, words in groups.items()}
+
+
+def _zh_words() -> dict[str, tuple[str, ...]]:
+    return _word_groups("words_zh")
+
+
+def _en_words() -> dict[str, tuple[str, ...]]:
+    return _word_groups("words_en")
+
+
+def _fill_frame(rng: random.Random, words: dict[str, tuple[str, ...]], frames: list[str]) -> Pair:
+    """A frame of `frames` with slots n1..n4 / v1..v4 / a1..a4 filled by distinct random listed words."""
+    picks: dict[str, str] = {}
+    used: set[str] = set()
+    for tag in ("n", "v", "a"):
+        for i in range(1, 5):
+            word = rng.choice(words[tag])
+            while word in used:
+                word = rng.choice(words[tag])
+            used.add(word)
+            picks[f"{tag}{i}"] = word
+    return same(rng.choice(frames).format(**picks))
 
 
 # Frames for the "lexicon" category: each takes common words drawn at random, so the corpus hears thousands of
@@ -429,27 +451,7 @@ ZH_LEXICON_FRAMES = [
 
 
 def _zh_lexicon(rng: random.Random) -> Pair:
-    words = _zh_words()
-    picks: dict[str, str] = {}
-    used: set[str] = set()
-    for tag in ("n", "v", "a"):
-        for i in range(1, 5):
-            word = rng.choice(words[tag])
-            while word in used:
-                word = rng.choice(words[tag])
-            used.add(word)
-            picks[f"{tag}{i}"] = word
-    return same(rng.choice(ZH_LEXICON_FRAMES).format(**picks))
-
-
-@cache
-def _en_words() -> dict[str, tuple[str, ...]]:
-    """data/words_en.txt grouped by part of speech: {"n": nouns, "v": verbs, "a": adjectives}."""
-    groups: dict[str, list[str]] = {}
-    for line in load_list("words_en"):
-        word, tag = line.split("\t")
-        groups.setdefault(tag, []).append(word)
-    return {tag: tuple(words) for tag, words in groups.items()}
+    return _fill_frame(rng, _zh_words(), ZH_LEXICON_FRAMES)
 
 
 # The English "lexicon" frames (text mix v4): as for Mandarin, frames in which any listed word reads naturally.
@@ -472,17 +474,7 @@ EN_LEXICON_FRAMES = [
 
 
 def _en_lexicon(rng: random.Random) -> Pair:
-    words = _en_words()
-    picks: dict[str, str] = {}
-    used: set[str] = set()
-    for tag in ("n", "v", "a"):
-        for i in range(1, 5):
-            word = rng.choice(words[tag])
-            while word in used:
-                word = rng.choice(words[tag])
-            used.add(word)
-            picks[f"{tag}{i}"] = word
-    return same(rng.choice(EN_LEXICON_FRAMES).format(**picks))
+    return _fill_frame(rng, _en_words(), EN_LEXICON_FRAMES)
 
 
 # Neutral joiners: the parts are unrelated, so no "but"/"so" that would make the sentence read oddly.
