@@ -61,43 +61,34 @@ def main(out: Path, device: str) -> None:
     head = f"SO={str(so)!r}; DEVICE={device!r}; IO={str(out / 'io.pt')!r}\n"
     dl_first = f"import ctypes; ctypes.CDLL({libstdcpp!r}, mode=ctypes.RTLD_GLOBAL)\n"
     dl_after = f"import torch, ctypes; ctypes.CDLL({libstdcpp!r}, mode=ctypes.RTLD_GLOBAL)\n"
-    variants: dict[str, tuple[str, dict[str, str]]] = {
-        "plain": (head + RUN, {}),
-        "preload_gcc_libstdcpp": (head + RUN, {"LD_PRELOAD_EXTRA": libstdcpp}),
-        "rtld_global_before_torch": (head + dl_first + RUN, {}),
-        "rtld_global_after_torch": (head + dl_after + RUN, {}),
+    # name -> (code, extra environment, extra LD_PRELOAD libraries after the backtrace handler)
+    variants: dict[str, tuple[str, dict[str, str], list[str]]] = {
+        "plain": (head + RUN, {}, []),
+        "preload_gcc_libstdcpp": (head + RUN, {}, [libstdcpp]),
+        "rtld_global_before_torch": (head + dl_first + RUN, {}, []),
+        "rtld_global_after_torch": (head + dl_after + RUN, {}, []),
         "rtvox_cxxrt": (
             head + "from rtvox._cxxrt import cxx_runtime_first; print('CXXRT', cxx_runtime_first())\n" + RUN,
             {},
+            [],
         ),
-        "torch_lib_first": (head + RUN, {"LD_LIBRARY_PATH": f"{torch_lib}:{os.environ.get('LD_LIBRARY_PATH', '')}"}),
+        "torch_lib_first": (
+            head + RUN,
+            {"LD_LIBRARY_PATH": f"{torch_lib}:{os.environ.get('LD_LIBRARY_PATH', '')}"},
+            [],
+        ),
     }
-    rc, text = sh(
-        [
-            "bash",
-            "-c",
-            f"LD_DEBUG=bindings {sys.executable} -c {json.dumps(head + RUN)} 2>&1 | "
-            "grep -E 'collate' | grep -v 'libstdc' | head -12",
-        ],
-        timeout=180,
-    )
-    report["bindings_collate"] = text.splitlines()[:12]
-    rc, text = sh(
-        [
-            "bash",
-            "-c",
-            f"LD_DEBUG=bindings {sys.executable} -c {json.dumps(head + RUN)} 2>&1 | "
-            "grep 'stack.so' | grep -E 'collate|locale' | head -12",
-        ],
-        timeout=180,
-    )
-    report["bindings_stack"] = text.splitlines()[:12]
-    for name, (code, extra) in variants.items():
-        env = dict(os.environ)
+    # Which library the loader binds the locale/collate symbols to, from one LD_DEBUG=bindings run of "plain".
+    _, text = sh([sys.executable, "-c", head + RUN], env={**os.environ, "LD_DEBUG": "bindings"}, timeout=180)
+    collate = [ln for ln in text.splitlines() if "collate" in ln]
+    report["bindings_collate"] = [ln for ln in collate if "libstdc" not in ln][:12]
+    report["bindings_stack"] = [
+        ln for ln in text.splitlines() if "stack.so" in ln and ("collate" in ln or "locale" in ln)
+    ][:12]
+    for name, (code, extra, preload) in variants.items():
+        env = {**os.environ, **extra}
         env["PYTHONPATH"] = f"{HERE.parents[1] / 'src'}:{env.get('PYTHONPATH', '')}"
-        preload = [str(bt)] + ([extra.pop("LD_PRELOAD_EXTRA")] if "LD_PRELOAD_EXTRA" in extra else [])
-        env.update(extra)
-        env["LD_PRELOAD"] = ":".join(preload)
+        env["LD_PRELOAD"] = ":".join([str(bt), *preload])
         rc, text = sh([sys.executable, "-c", code], env=env, timeout=180)
         lines = text.strip().splitlines()
         start = next((i for i, ln in enumerate(lines) if ln == "NATIVE_BACKTRACE"), None)
