@@ -323,8 +323,12 @@ def main() -> None:
     run.step("roofline", roofline)
     summary = {
         label: {
-            k: r.get(k)
-            for k in ("speedup_vs_eager_fp32", "peak_mem_vs_eager", "log_mel_l1_vs_eager_fp32", "rtf", "build_s")
+            **{
+                k: r.get(k)
+                for k in ("speedup_vs_eager_fp32", "peak_mem_vs_eager", "log_mel_l1_vs_eager_fp32", "rtf", "build_s")
+            },
+            # what each module computed in (aoti bf16 keeps the encoder fp32: rtvox.engines.aoti.FP32_PACKAGES)
+            "compute_dtypes": {m: info.get("compute_dtype") for m, info in r.get("engines", {}).items()},
         }
         for label, r in results.items()
         if r

@@ -17,6 +17,10 @@ loader.json beside the package and then used in-process. Paths:
     package_loader      torch._C._aoti.AOTIModelPackageLoader (the C++ loader, without the Python wrapper)
     so                  a separately built shared library (torch._inductor.aot_compile), torch._export.aot_load
 If none works, AotiLoadError lists what each path did.
+
+Precision: a half-precision build (fp16/bf16) keeps the acoustic encoder's package in fp32 (FP32_PACKAGES,
+`package_dtype`) and builds the frame-rate modules (decoder, vocoder) in the asked dtype, the PipelineEngine's
+split; the cache key carries the dtype a package is built in, so that encoder package is the fp32 build's.
 """
 
 from __future__ import annotations
@@ -45,6 +49,25 @@ from rtvox.errors import ModelError
 LOAD_PATHS: tuple[str, ...] = ("aoti_load_package", "package_loader", "so")
 SAFE_LOAD_ENV = "RTVOX_AOTI_SAFE_LOAD"
 _PROBE_TIMEOUT_S = 300
+
+
+# Modules whose package stays fp32 when fp16/bf16 is asked for. The acoustic encoder predicts durations, rounded to
+# whole frames: with its hidden states in bf16 (the duration head alone an fp32 island) the rounding moved and aoti
+# bf16 audio was log-mel L1 0.102 from eager fp32 on the H200 (rtvox-small, 2026-12-04,
+# benchmarks/results/gpu/gpu_engines_aoti_inprocess.json); with this package fp32, 0.019 (..._fp32enc.json).
+# The encoder runs once per chunk at phoneme rate; the frame-rate half, where the time goes, stays in the asked dtype.
+FP32_PACKAGES: tuple[str, ...] = ("acoustic_encode",)
+# BuildOptions.extra key: False builds every module in the asked dtype (to measure what the split buys).
+FP32_PACKAGES_OPTION = "aoti_fp32_packages"
+
+
+def package_dtype(module: str, dtype: torch.dtype, options: BuildOptions) -> torch.dtype:
+    """The dtype `module`'s package is built and run in when `dtype` is asked for (device-independent: a bf16
+    encoder moved durations on the CPU too, rtvox.engines.build.AUTO_ORDER_CPU_BF16)."""
+    half = dtype in (torch.float16, torch.bfloat16)
+    if half and module in FP32_PACKAGES and options.extra.get(FP32_PACKAGES_OPTION, True):
+        return torch.float32
+    return dtype
 
 
 class AotiLoadError(ModelError):
@@ -161,16 +184,18 @@ def build_aoti_engine(
 ) -> CompiledEngine:
     if dtype == torch.int8:
         raise ModelError("aoti has no int8 path; use --backend inductor --dtype int8 (GPU) or onnx int8 (CPU)")
-    net = cast_module(export_module(module, fn), device, dtype)
+    compute = package_dtype(module, dtype, options)
+    net = cast_module(export_module(module, fn), device, compute)
     constants = model_constants(net)
     profile = options.profile
     autotune = bool(options.extra.get("aoti_max_autotune", False))
+    # Keyed by the dtype the package is built in: a bf16 request's fp32 encoder is the fp32 request's package.
     key = CacheKey.make(
-        options.model_hash or state_hash(net), module, "aoti", dtype, device, profile, {"max_autotune": autotune}
+        options.model_hash or state_hash(net), module, "aoti", compute, device, profile, {"max_autotune": autotune}
     )
     folder = key.folder(options.cache_dir)
     package = folder / "model.pt2"
-    example = cast_inputs(example_inputs(module, net, profile, "opt", device), dtype)
+    example = cast_inputs(example_inputs(module, net, profile, "opt", device), compute)
     program = None
     if options.rebuild or not package.is_file():
         for stale in (package, package.with_name("loader.json"), package.with_suffix(".so")):
@@ -200,7 +225,13 @@ def build_aoti_engine(
         profile,
         constants,
         bucketed=False,
-        info={"package": str(package), "load_path": path, "max_autotune": autotune},
+        info={
+            "package": str(package),
+            "load_path": path,
+            "max_autotune": autotune,
+            "compute_dtype": str(compute).removeprefix("torch."),
+        },
+        compute_dtype=compute,
     )
     if options.warmup:
         engine.warmup(repeats=1)
