@@ -80,6 +80,10 @@ class AcousticConfig:
     # add each frame's position inside its phoneme (variance.frame_positions, through a linear layer that starts
     # at zero, so a model trained without it loads and runs unchanged) to the length-regulated frames
     frame_position: bool = False
+    # (low, high) speaker z-scores the rendered phoneme pitch is clamped to at inference, after the prosody prior
+    # and the request's pitch scale: the range the pitch embedding saw in training (set from the data by
+    # rtvox.training.prosody_prior.pitch_bounds); None = unbounded (models exported before 9.0.0)
+    pitch_bounds: tuple[float, float] | None = None
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
         # ~0.2M parameters: unit tests and CI.
@@ -126,6 +130,11 @@ class AcousticConfig:
             raise ValueError(f"pad_id={self.pad_id} is outside the vocabulary of {self.vocab_size}")
         if self.cond_dim <= SPEAKER_EMBED_DIM:
             raise ValueError(f"cond_dim={self.cond_dim} leaves no room for an emotion part after the speaker's")
+        if self.pitch_bounds is not None:
+            ok = len(self.pitch_bounds) == 2
+            low, high = self.pitch_bounds if ok else (0.0, 0.0)
+            if not (ok and math.isfinite(low) and math.isfinite(high) and low < 0 < high):
+                raise ValueError(f"pitch_bounds={self.pitch_bounds} must be two finite numbers, low < 0 < high")
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> AcousticConfig:
@@ -188,7 +197,9 @@ class AcousticModel(nn.Module):
         body = (cfg.dim, cfg.n_heads, cfg.ff_dim, cfg.ff_kernels, cfg.dropout)
         self.encoder = FFTStack(cfg.encoder_layers, *body, cond_dim=cfg.cond_dim)
         self.cond_proj = nn.Linear(cfg.cond_dim, cfg.dim)
-        self.variance = VarianceAdaptor(cfg.dim, cfg.variance_channels, cfg.variance_kernel, cfg.dropout)
+        self.variance = VarianceAdaptor(
+            cfg.dim, cfg.variance_channels, cfg.variance_kernel, cfg.dropout, pitch_bounds=cfg.pitch_bounds
+        )
         dec_kernels = cfg.decoder_ff_kernels or cfg.ff_kernels
         self.decoder = FFTStack(cfg.decoder_layers, cfg.dim, cfg.n_heads, cfg.ff_dim, dec_kernels, cfg.dropout)
         self.mel_out = nn.Linear(cfg.dim, cfg.n_mels)

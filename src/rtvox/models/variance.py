@@ -94,8 +94,16 @@ class VarianceAdaptor(nn.Module):
     durations.
     """
 
-    def __init__(self, dim: int, channels: int, kernel: int, dropout: float = 0.0) -> None:
+    def __init__(
+        self,
+        dim: int,
+        channels: int,
+        kernel: int,
+        dropout: float = 0.0,
+        pitch_bounds: tuple[float, float] | None = None,
+    ) -> None:
         super().__init__()
+        self.pitch_bounds = pitch_bounds  # (low, high) speaker z the inferred pitch is clamped to; None: unbounded
         self.duration = VariancePredictor(dim, channels, kernel, dropout)
         self.pitch = VariancePredictor(dim, channels, kernel, dropout)
         self.energy = VariancePredictor(dim, channels, kernel, dropout)
@@ -134,6 +142,10 @@ class VarianceAdaptor(nn.Module):
         # (range - 1)·deviation, not (p - mean)·range + mean: the identity row then changes nothing, bit for bit
         pitch = pitch + (prosody[:, 1:2] - 1.0) * (pitch - masked_mean(pitch, mask)) + prosody[:, 0:1]
         pitch = pitch * pitch_scale[:, None]
+        if self.pitch_bounds is not None:
+            # the embedding never saw values outside the training range: beyond it speech breaks (surprised at ×2.5
+            # range reached z ≈ 7 and lost words), so the prior and the request scale end at the trained range
+            pitch = pitch.clamp(self.pitch_bounds[0], self.pitch_bounds[1])
         x = x + self.pitch_embed(pitch, mask)
         energy = (self.energy(x, mask) + prosody[:, 2:3]) * energy_scale[:, None]
         x = x + self.energy_embed(energy, mask)

@@ -237,10 +237,12 @@ def prosody_prior(
     model: Annotated[Path, typer.Option("--model", help="model directory whose config.json gets the prior")],
 ) -> None:
     """The emotion prosody prior: the data's per-emotion pitch/energy/duration shifts minus the model's own,
-    written into MODEL/config.json as "emotion_prosody"."""
+    written into MODEL/config.json as "emotion_prosody", after bounding the model's pitch to the data's range
+    (acoustic.pitch_bounds)."""
     from rtvox.training.prosody_prior import prosody_prior_command
 
     prior = prosody_prior_command(data, model)
+    typer.echo(f"pitch bounds {prior.source.get('pitch_bounds')} (speaker z)")
     for emotion, shift in prior.shifts.items():
         typer.echo(f"{emotion:10s} {shift.to_dict()}")
     typer.echo(f"wrote {model / 'config.json'}")

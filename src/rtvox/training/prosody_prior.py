@@ -36,7 +36,7 @@ from rtvox.errors import InputError
 from rtvox.fsutil import atomic_write_bytes
 from rtvox.models.bundle import CONFIG_NAME, ModelBundle, ModelConfig
 from rtvox.models.prosody import EmotionProsody, ProsodyShift
-from rtvox.training.data import AcousticSet, load_acoustic
+from rtvox.training.data import AcousticSet, load_acoustic, speaker_prosody_stats
 
 if TYPE_CHECKING:
     from rtvox.runtime.synthesizer import Synthesizer
@@ -305,6 +305,9 @@ def compute_prior(
             "method": "knobs solved through the model's measured response to match the data's per-emotion "
             "clip features relative to neutral; rtvox.training.prosody_prior",
             "model_version": synth.bundle.config.version,
+            "pitch_bounds": synth.bundle.acoustic.variance.pitch_bounds
+            if isinstance(synth.bundle, ModelBundle)
+            else None,
             "utterances": len(data),
             "min_clips": min_clips,
             "calibration": {"voices": list(voices), "sentences": len(sentences)},
@@ -314,20 +317,60 @@ def compute_prior(
     )
 
 
-def write_prior(model_dir: Path, prior: EmotionProsody) -> ModelConfig:
-    """Set `emotion_prosody` in MODEL_DIR/config.json (atomically); every other key stays as it was."""
+# The pitch bound: per emotion the PITCH_PERCENTILE-th lowest and highest voiced frame pitch (speaker z, as the
+# trainer's targets), over the emotions with at least PITCH_MIN_FRAMES voiced frames (~11 s); the widest of them.
+PITCH_PERCENTILE = 1.0
+PITCH_MIN_FRAMES = 1000
+
+
+def pitch_bounds(data: AcousticSet, min_frames: int = PITCH_MIN_FRAMES) -> tuple[float, float]:
+    """(low, high) speaker z-scores of the pitch the data's speech spans: per emotion the 1st and 99th percentile
+    of voiced frames normalized by their speaker's statistics (as the acoustic trainer's pitch targets), then the
+    lowest low and highest high over the emotions. The tails beyond are mostly tracker octave errors (maxima of
+    8-14 z), so the percentiles, not the extremes."""
+    stats = speaker_prosody_stats(data)
+    lo, hi = np.log(data.info.f0_lo), np.log(data.info.f0_hi)
+    voiced = data.f0 > 0
+    log_f0 = lo + (data.f0.astype(np.float64) - 1) / 254 * (hi - lo)
+    lengths = np.diff(data.mel_off)
+    speaker, emotion = np.repeat(data.speaker, lengths), np.repeat(data.emotion, lengths)
+    z = (log_f0 - stats[speaker, 0]) / stats[speaker, 1]
+    lows, highs = [], []
+    for e in np.unique(data.emotion):
+        values = z[voiced & (emotion == e)]
+        if values.size >= min_frames:
+            low, high = np.percentile(values, [PITCH_PERCENTILE, 100 - PITCH_PERCENTILE])
+            lows.append(low)
+            highs.append(high)
+    if not lows:
+        raise InputError(f"no emotion of the data has {min_frames} voiced frames to bound the pitch with")
+    return round(float(min(lows)), 2), round(float(max(highs)), 2)
+
+
+def _update_config(model_dir: Path, **changes: Any) -> ModelConfig:
     path = model_dir / CONFIG_NAME
-    config = dataclasses.replace(
-        ModelConfig.from_dict(json.loads(path.read_text(encoding="utf-8"))), emotion_prosody=prior
-    )
+    config = dataclasses.replace(ModelConfig.from_dict(json.loads(path.read_text(encoding="utf-8"))), **changes)
     atomic_write_bytes(path, (json.dumps(config.to_dict(), indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     return config
 
 
+def write_pitch_bounds(model_dir: Path, bounds: tuple[float, float] | None) -> ModelConfig:
+    """Set the acoustic model's `pitch_bounds` in MODEL_DIR/config.json (atomically)."""
+    config = ModelConfig.from_dict(json.loads((model_dir / CONFIG_NAME).read_text(encoding="utf-8")))
+    return _update_config(model_dir, acoustic=dataclasses.replace(config.acoustic, pitch_bounds=bounds))
+
+
+def write_prior(model_dir: Path, prior: EmotionProsody) -> ModelConfig:
+    """Set `emotion_prosody` in MODEL_DIR/config.json (atomically); every other key stays as it was."""
+    return _update_config(model_dir, emotion_prosody=prior)
+
+
 def prosody_prior_for(model_dir: Path, data: AcousticSet, data_dir: Path) -> EmotionProsody:
-    """Compute the prior of the model in `model_dir` from `data` (loaded from `data_dir`) and write it there."""
+    """Bound the model's pitch to the range of `data` (loaded from `data_dir`), then compute its prior under that
+    bound from the same data and write both into `model_dir`'s config."""
     from rtvox.runtime.synthesizer import Synthesizer
 
+    write_pitch_bounds(model_dir, pitch_bounds(data))
     synth = Synthesizer(model_dir, device="cpu")  # a prior already in config.json is not used: see ModelRenderer
     shards = sorted(p.name for p in data_dir.glob("acoustic-*.npz.xz"))
     prior = compute_prior(data, synth, source={"data": str(data_dir), "shards": shards})

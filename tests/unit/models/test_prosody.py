@@ -170,3 +170,36 @@ def test_bad_prior_entries_are_refused() -> None:
         EmotionProsody.from_dict({"happy": {"duration": -1.0}})
     with pytest.raises(ValueError):
         ProsodyShift(pitch_range=0.0)
+
+
+def test_pitch_bounds_clamp_what_the_embedding_receives(acoustic: AcousticModel) -> None:
+    import copy
+
+    bounded = copy.deepcopy(acoustic)
+    bounded.variance.pitch_bounds = (-0.4, 0.3)
+    lengths = [30, 18]
+    mask = make_request(lengths, seed=5)[1]
+    for row in (IDENTITY_ROW, (0.5, 2.5, 0.0, 1.0), (100.0, 1.0, 0.0, 1.0), (-100.0, 1.0, 0.0, 1.0)):
+        free = _capture(acoustic, make_request(lengths, seed=5, prosody=row))
+        got = _capture(bounded, make_request(lengths, seed=5, prosody=row))
+        torch.testing.assert_close(got["pitch"][mask], free["pitch"][mask].clamp(-0.4, 0.3), rtol=0, atol=0)
+        assert torch.equal(got["durations"], free["durations"])  # durations come before the pitch
+    far_up = _capture(bounded, make_request(lengths, seed=5, prosody=(100.0, 1.0, 0.0, 1.0)))
+    assert bool((far_up["pitch"][mask] == 0.3).all())
+    # and a bound wider than anything predicted changes nothing, bit for bit
+    wide = copy.deepcopy(acoustic)
+    wide.variance.pitch_bounds = (-1e6, 1e6)
+    with torch.no_grad():
+        a = acoustic.encode(*make_request(lengths, seed=5))
+        b = wide.encode(*make_request(lengths, seed=5))
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+@pytest.mark.parametrize("bounds", [[0.5, 3.0], [-2.0, -0.1], [-2.0, float("inf")], [1.0]])
+def test_invalid_pitch_bounds_name_the_key(bounds: list[float]) -> None:
+    from rtvox.errors import ModelError
+    from rtvox.models.acoustic import AcousticConfig
+
+    with pytest.raises(ModelError, match="pitch_bounds"):
+        AcousticConfig.from_dict({"pitch_bounds": bounds})
+    assert AcousticConfig.from_dict({"pitch_bounds": [-2.5, 3.1]}).pitch_bounds == (-2.5, 3.1)

@@ -184,3 +184,52 @@ def test_write_prior_keeps_the_rest_of_the_config(model_dir: Path, tmp_path: Pat
     }
     assert after == before
     assert ModelBundle.load(copy).config.emotion_prosody.row("sad", 1.0) == (-0.3, 0.7, -0.4, 1.1)
+
+
+def test_pitch_bounds_span_every_emotion_and_ignore_tracker_outliers() -> None:
+    from rtvox.training.data import speaker_prosody_stats
+    from rtvox.training.prosody_prior import pitch_bounds
+
+    data = _dataset(clips=4)
+    low, high = pitch_bounds(data, min_frames=500)
+    assert low < 0 < high
+    # an emotion with too few voiced frames has no say (happy: 960 frames here)
+    assert pitch_bounds(data, min_frames=1000)[1] < high
+    # each emotion's frames (z against its speaker, as the trainer's targets) lie within the bounds but for ≤ 1 %
+    # per tail, and the bounds are set by some emotion's tail (happy high, sad low here)
+    stats = speaker_prosody_stats(data)
+    lo, hi = np.log(INFO.f0_lo), np.log(INFO.f0_hi)
+    lengths = np.diff(data.mel_off)
+    z = (lo + (data.f0 - 1.0) / 254 * (hi - lo) - stats[np.repeat(data.speaker, lengths), 0]) / stats[
+        np.repeat(data.speaker, lengths), 1
+    ]
+    emotion = np.repeat(data.emotion, lengths)
+    for e in range(3):
+        v = z[emotion == e]
+        assert (v < low - 0.01).mean() <= 0.011 and (v > high + 0.01).mean() <= 0.011
+    assert (z[emotion == 1] > high - 0.01).mean() == pytest.approx(0.01, abs=0.005)
+    assert (z[emotion == 2] < low + 0.01).mean() == pytest.approx(0.01, abs=0.005)
+    # octave errors of the tracker on a few frames (0.3 %, z ≈ 10 after the speaker statistics they also widen)
+    # move them only as far as those statistics do
+    noisy = data.f0.copy()
+    noisy[np.random.default_rng(1).choice(noisy.size, noisy.size * 3 // 1000, replace=False)] = 255
+    import dataclasses
+
+    n_low, n_high = pitch_bounds(dataclasses.replace(data, f0=noisy), min_frames=500)
+    assert abs(n_low - low) < 0.5 and abs(n_high - high) < 0.5 and n_high < 4  # the outliers sit far above
+
+
+def test_write_pitch_bounds_keeps_the_rest(model_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from rtvox.training.prosody_prior import write_pitch_bounds
+
+    copy = tmp_path / "m"
+    shutil.copytree(model_dir, copy)
+    before = json.loads((copy / "config.json").read_text())
+    write_pitch_bounds(copy, (-2.25, 3.5))
+    after = json.loads((copy / "config.json").read_text())
+    assert after["acoustic"].pop("pitch_bounds") == [-2.25, 3.5]
+    before["acoustic"].pop("pitch_bounds", None)
+    assert after == before
+    assert ModelBundle.load(copy).acoustic.variance.pitch_bounds == (-2.25, 3.5)
