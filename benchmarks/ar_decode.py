@@ -6,7 +6,8 @@ several batch sizes, tokens/s per stream and in aggregate, and achieved weight b
 Variants: `eager` (the forward as written), `graph` (that forward captured as one CUDA graph per (batch, table
 width) bucket), `inductor-graph` (Inductor-compiled kernels captured the same way), `compiled` (torch.compile
 "reduce-overhead", its own CUDA graphs), `fused-graph` (rtvox.engines.ar_fused's five launches per layer, batch
-≤ 16, captured per bucket). Each variant's first-step logits are compared with the first variant's.
+≤ 16, captured per bucket). Each variant's first-step logits are compared with the first variant's; graph
+variants also replay the step twice and compare the logits (the step must be deterministic).
 
 Method: random weights of the preset (speed does not depend on them); B sequences are prefilled with a
 40-phoneme prompt, then `--steps` decode steps are timed (after `--warmup` untimed ones, which also capture the
@@ -92,6 +93,7 @@ def bench_batch(
                 times.append(time.perf_counter() - t0)
             position += 1
         device_ms = replay_ms(step) if graph else None
+        replays_identical = replays_equal(step) if graph else None
         kernels_us = kernel_profile(step) if graph and PROFILE else None
     all_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     weight_bytes = step_weight_bytes(model)
@@ -112,6 +114,8 @@ def bench_batch(
         "x_over_weight_floor": {k: round(median / (weight_bytes / v), 2) for k, v in HBM_BYTES_PER_S.items()},
         "achieved_weight_gb_per_s": round(weight_bytes / median / 1e9, 1),
     }
+    if replays_identical is not None:
+        row["replays_identical"] = replays_identical
     if device_ms is not None:  # the same step's GPU time alone: no host launch, input copies or sync
         row["device_step_ms"] = round(device_ms, 4)
         row["device_x_over_weight_floor"] = {
@@ -171,6 +175,15 @@ def replay_ms(step: StaticDecodeStep) -> float:
     end.record()
     end.synchronize()
     return float(start.elapsed_time(end)) / REPLAYS
+
+
+def replays_equal(step: StaticDecodeStep) -> bool:
+    """Two replays of the last-used bucket's graph give bit-identical logits (no order-dependent reductions)."""
+    graph, *_, out = list(step._graphs.values())[-1]
+    graph.replay()
+    first = out.clone()
+    graph.replay()
+    return bool(torch.equal(first, out))
 
 
 def bench_engine(model: ARDecoder, streams: int, tokens: int, variant: str, prompt: int) -> dict[str, Any]:

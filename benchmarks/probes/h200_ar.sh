@@ -25,7 +25,8 @@ d = json.load(open(sys.argv[1]))
 for v, rows in d["results"].items():
     for r in rows:
         print(d["preset"], v, r["batch"], "wall", r["step_ms_p50"], "device", r.get("device_step_ms"),
-              "x floor", r.get("device_x_over_weight_floor", {}).get("issue"), "diff", r["max_abs_logit_diff_vs_first_variant"])
+              "x floor", r.get("device_x_over_weight_floor", {}).get("issue"), "diff", r["max_abs_logit_diff_vs_first_variant"],
+              "replays equal", r.get("replays_identical"))
 for k, v in d.get("fused_tiles", {}).items():
     print("tile", k, v)
 for v, rows in d.get("engine", {}).items():

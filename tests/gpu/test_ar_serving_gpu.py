@@ -43,7 +43,7 @@ def test_cuda_graph_decode_gives_exact_lengths_and_batch_invariant_rows(tmp_path
 def test_fused_triton_decode_is_as_close_to_fp32_as_eager_bf16(batch: int) -> None:
     """rtvox.engines.ar_fused compiled, bf16, captured in a CUDA graph (StaticDecodeStep), against the fp32 paged
     forward: its logits are no further from fp32 than the eager bf16 forward's (batch 1: the GEMV path; 5 and 16:
-    the tensor-core path)."""
+    the tensor-core path), and replays give identical logits."""
     pytest.importorskip("triton")
     from rtvox.models.ar import ARConfig, ARDecoder, PagedKVCache
     from rtvox.runtime.ar import StaticDecodeStep
@@ -72,8 +72,8 @@ def test_fused_triton_decode_is_as_close_to_fp32_as_eager_bf16(batch: int) -> No
         eager = StaticDecodeStep(low, caches["eager"])(last, positions, tables).float()
         step = StaticDecodeStep(low, caches["fused"], cuda_graph=True, kernels="triton")
         got = step(last, positions, tables).float()
-        again = step(last, positions, tables).float()  # a replay of the captured graph
-    assert torch.equal(got, again)
+        again = [step(last, positions, tables).float() for _ in range(3)]  # replays of the captured graph
+    assert all(torch.equal(got, a) for a in again)
     eager_err = float((eager - want).abs().max())
     fused_err = float((got - want).abs().max())
     assert fused_err <= 1.5 * eager_err + 1e-3, (fused_err, eager_err)
