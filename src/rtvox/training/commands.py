@@ -242,7 +242,10 @@ def prosody_prior(
     from rtvox.training.prosody_prior import prosody_prior_command
 
     prior = prosody_prior_command(data, model)
-    typer.echo(f"pitch bounds {prior.source.get('pitch_bounds')} (speaker z)")
+    bounds = prior.source.get("pitch_bounds")
+    typer.echo(
+        f"pitch bounds {bounds} (speaker z)" if bounds else "pitch unbounded (too little voiced speech per emotion)"
+    )
     for emotion, shift in prior.shifts.items():
         typer.echo(f"{emotion:10s} {shift.to_dict()}")
     typer.echo(f"wrote {model / 'config.json'}")

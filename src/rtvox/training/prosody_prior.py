@@ -323,11 +323,12 @@ PITCH_PERCENTILE = 1.0
 PITCH_MIN_FRAMES = 1000
 
 
-def pitch_bounds(data: AcousticSet, min_frames: int = PITCH_MIN_FRAMES) -> tuple[float, float]:
+def pitch_bounds(data: AcousticSet, min_frames: int = PITCH_MIN_FRAMES) -> tuple[float, float] | None:
     """(low, high) speaker z-scores of the pitch the data's speech spans: per emotion the 1st and 99th percentile
     of voiced frames normalized by their speaker's statistics (as the acoustic trainer's pitch targets), then the
     lowest low and highest high over the emotions. The tails beyond are mostly tracker octave errors (maxima of
-    8-14 z), so the percentiles, not the extremes."""
+    8-14 z), so the percentiles, not the extremes. None (no bound) when no emotion has `min_frames` voiced frames:
+    too little data to say where the range ends."""
     stats = speaker_prosody_stats(data)
     lo, hi = np.log(data.info.f0_lo), np.log(data.info.f0_hi)
     voiced = data.f0 > 0
@@ -343,7 +344,7 @@ def pitch_bounds(data: AcousticSet, min_frames: int = PITCH_MIN_FRAMES) -> tuple
             lows.append(low)
             highs.append(high)
     if not lows:
-        raise InputError(f"no emotion of the data has {min_frames} voiced frames to bound the pitch with")
+        return None
     return round(float(min(lows)), 2), round(float(max(highs)), 2)
 
 

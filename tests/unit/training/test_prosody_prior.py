@@ -191,10 +191,14 @@ def test_pitch_bounds_span_every_emotion_and_ignore_tracker_outliers() -> None:
     from rtvox.training.prosody_prior import pitch_bounds
 
     data = _dataset(clips=4)
-    low, high = pitch_bounds(data, min_frames=500)
+    bounds = pitch_bounds(data, min_frames=500)
+    assert bounds is not None
+    low, high = bounds
     assert low < 0 < high
-    # an emotion with too few voiced frames has no say (happy: 960 frames here)
-    assert pitch_bounds(data, min_frames=1000)[1] < high
+    # an emotion with too few voiced frames has no say (happy: 960 frames here), and with none left, no bound
+    bounds = pitch_bounds(data, min_frames=1000)
+    assert bounds is not None and bounds[1] < high
+    assert pitch_bounds(data, min_frames=10_000) is None
     # each emotion's frames (z against its speaker, as the trainer's targets) lie within the bounds but for ≤ 1 %
     # per tail, and the bounds are set by some emotion's tail (happy high, sad low here)
     stats = speaker_prosody_stats(data)
@@ -215,7 +219,9 @@ def test_pitch_bounds_span_every_emotion_and_ignore_tracker_outliers() -> None:
     noisy[np.random.default_rng(1).choice(noisy.size, noisy.size * 3 // 1000, replace=False)] = 255
     import dataclasses
 
-    n_low, n_high = pitch_bounds(dataclasses.replace(data, f0=noisy), min_frames=500)
+    noisy_bounds = pitch_bounds(dataclasses.replace(data, f0=noisy), min_frames=500)
+    assert noisy_bounds is not None
+    n_low, n_high = noisy_bounds
     assert abs(n_low - low) < 0.5 and abs(n_high - high) < 0.5 and n_high < 4  # the outliers sit far above
 
 
