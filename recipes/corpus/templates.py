@@ -25,7 +25,7 @@ def load_list(name: str) -> tuple[str, ...]:
 
 
 HAND_WRITTEN = {
-    "zh": ("everyday_zh", "polyphone_zh", "everyday2_zh", "everyday3_zh"),
+    "zh": ("everyday_zh", "polyphone_zh", "everyday2_zh", "everyday3_zh", "everyday4_zh"),
     "en": ("everyday_en", "heteronym_en", "everyday3_en"),
     "mixed": ("mixed", "mixed2"),
 }
@@ -507,6 +507,7 @@ TEMPLATES: dict[str, dict[str, Template]] = {
         "time": _zh_time,
         "currency": _zh_money,
         "long": lambda r: _long("zh", r),
+        "long4": lambda r: _long("zh", r, "everyday4_zh"),
         "lexicon": _zh_lexicon,
     },
     "en": {
