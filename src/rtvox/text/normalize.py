@@ -51,6 +51,11 @@ _ZH_DIGIT_KEYWORDS = re.compile(
     r"(电话|手机|号码|热线|拨打|致电|编号|邮编|验证码|房间|航班|车次|工号|学号|账号|卡号|尾号|密码|单号|QQ|微信)"
     r"[^，。！？,.!?\d]{0,4}$"
 )
+# ... or a word after them that names a room, a train or a bus route (302室, 1104房间, G1234次列车, 303路公交):
+# read digit by digit as well, not as a quantity (次 alone stays a count: 去过100次)
+_ZH_DIGIT_AFTER = re.compile(
+    r"(号?房间|号?房(?![东子价租贷屋])|(教|会议)?室(?![友内外温])|宿舍|次(列车|航班|高铁|动车|班车)|路(公交|车|汽车))"
+)
 _EN_DIGIT_KEYWORDS = re.compile(
     r"\b(phone|call|dial|number|code|PIN|room|flight|zip|ext|extension|account)\b\W{0,3}$", re.IGNORECASE
 )
@@ -408,7 +413,8 @@ def _plain_number(m: re.Match[str], is_zh: bool) -> str:
     digits_only = bare.isdigit()
     if is_zh:
         if digits_only and (
-            (len(bare) >= 3 and _ZH_DIGIT_KEYWORDS.search(before)) or (len(bare) > 1 and bare.startswith("0"))
+            (len(bare) >= 3 and (_ZH_DIGIT_KEYWORDS.search(before) or _ZH_DIGIT_AFTER.match(following)))
+            or (len(bare) > 1 and bare.startswith("0"))
         ):
             return ("负" if value.startswith("-") else "") + zh.digits(bare, yao=True)
         if digits_only and len(bare) == 4 and following.startswith("年") and not following.startswith("年级"):
