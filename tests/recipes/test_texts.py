@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from recipes.corpus import verbalize as vb
-from recipes.corpus.texts import HAND_WRITTEN, LANGS, EvalGuard, SentenceGenerator, load_list
+from recipes.corpus.texts import HAND_WRITTEN, LANG_SHARES, LANGS, TEXT_MIXES, EvalGuard, SentenceGenerator, load_list
 
 EMPTY = EvalGuard([])
 
@@ -39,6 +39,15 @@ def test_all_categories_and_spoken_has_no_digits() -> None:
     assert {"everyday", "polyphone", "number", "date", "time", "currency", "long", "compose"} <= seen["zh"]
     assert {"everyday", "heteronym", "number", "date", "time", "currency", "long", "compose"} <= seen["en"]
     assert seen["mixed"] == {"everyday", "compose"}
+
+
+@pytest.mark.parametrize("mix", sorted(TEXT_MIXES))
+def test_mix_weights_and_language_shares_sum_to_one(mix: str) -> None:
+    for lang in LANGS:
+        assert sum(TEXT_MIXES[mix][lang].values()) == pytest.approx(1.0)
+    if mix in LANG_SHARES:
+        assert set(LANG_SHARES[mix]) == set(LANGS)
+        assert sum(LANG_SHARES[mix].values()) == pytest.approx(1.0)
 
 
 def test_hand_written_lists_have_no_digits_or_duplicates() -> None:
