@@ -82,7 +82,7 @@ class AcousticConfig:
     frame_position: bool = False
     # (low, high) speaker z-scores the rendered phoneme pitch is clamped to at inference, after the prosody prior
     # and the request's pitch scale: the range the pitch embedding saw in training (set from the data by
-    # rtvox.training.prosody_prior.pitch_bounds); None = unbounded (models exported before 9.0.0)
+    # rtvox.training.prosody_prior.pitch_bounds); None = unbounded (as every model before rtvox-small 8.1.0)
     pitch_bounds: tuple[float, float] | None = None
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {

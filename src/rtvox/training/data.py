@@ -130,15 +130,19 @@ def dequantize_f0(codes: Tensor, info: PackInfo) -> Tensor:
     )
 
 
+def frame_log_f0(data: AcousticSet) -> tuple[np.ndarray, np.ndarray]:
+    """(log F0 of every frame (natural log of Hz; meaningless where unvoiced), voiced mask) from the packed codes."""
+    lo, hi = np.log(data.info.f0_lo), np.log(data.info.f0_hi)
+    return lo + (data.f0.astype(np.float64) - 1) / 254 * (hi - lo), data.f0 > 0
+
+
 def speaker_prosody_stats(data: AcousticSet) -> np.ndarray:
     """Per speaker id: (mean, std) of voiced log F0 and (mean, std) of frame energy (mean log-mel), over all
     of that speaker's utterances (every emotion): float32 [n_speakers, 4]. Pitch and energy targets normalized
     by these keep what an emotion does to the level and range of a voice, which per-utterance z-scores erase."""
     scale = (data.info.mel_hi - data.info.mel_lo) / (data.info.mel_levels - 1)
     energy = data.mel.mean(axis=1, dtype=np.float64) * scale + data.info.mel_lo  # [Σ T]
-    lo, hi = np.log(data.info.f0_lo), np.log(data.info.f0_hi)
-    voiced = data.f0 > 0
-    log_f0 = lo + (data.f0.astype(np.float64) - 1) / 254 * (hi - lo)
+    log_f0, voiced = frame_log_f0(data)
     frame_speaker = np.repeat(data.speaker, np.diff(data.mel_off))
     n = int(data.speaker.max()) + 1 if len(data.speaker) else 0
     out = np.zeros((n, 4), np.float32)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +36,7 @@ from rtvox.errors import InputError
 from rtvox.fsutil import atomic_write_bytes
 from rtvox.models.bundle import CONFIG_NAME, ModelBundle, ModelConfig
 from rtvox.models.prosody import EmotionProsody, ProsodyShift
-from rtvox.training.data import AcousticSet, load_acoustic, speaker_prosody_stats
+from rtvox.training.data import AcousticSet, frame_log_f0, load_acoustic, speaker_prosody_stats
 
 if TYPE_CHECKING:
     from rtvox.runtime.synthesizer import Synthesizer
@@ -330,9 +330,7 @@ def pitch_bounds(data: AcousticSet, min_frames: int = PITCH_MIN_FRAMES) -> tuple
     8-14 z), so the percentiles, not the extremes. None (no bound) when no emotion has `min_frames` voiced frames:
     too little data to say where the range ends."""
     stats = speaker_prosody_stats(data)
-    lo, hi = np.log(data.info.f0_lo), np.log(data.info.f0_hi)
-    voiced = data.f0 > 0
-    log_f0 = lo + (data.f0.astype(np.float64) - 1) / 254 * (hi - lo)
+    log_f0, voiced = frame_log_f0(data)
     lengths = np.diff(data.mel_off)
     speaker, emotion = np.repeat(data.speaker, lengths), np.repeat(data.emotion, lengths)
     z = (log_f0 - stats[speaker, 0]) / stats[speaker, 1]
@@ -348,22 +346,24 @@ def pitch_bounds(data: AcousticSet, min_frames: int = PITCH_MIN_FRAMES) -> tuple
     return round(float(min(lows)), 2), round(float(max(highs)), 2)
 
 
-def _update_config(model_dir: Path, **changes: Any) -> ModelConfig:
+def _update_config(model_dir: Path, change: Callable[[ModelConfig], ModelConfig]) -> ModelConfig:
+    """MODEL_DIR/config.json rewritten (atomically) as `change` makes it; every other key stays as it was."""
     path = model_dir / CONFIG_NAME
-    config = dataclasses.replace(ModelConfig.from_dict(json.loads(path.read_text(encoding="utf-8"))), **changes)
+    config = change(ModelConfig.from_dict(json.loads(path.read_text(encoding="utf-8"))))
     atomic_write_bytes(path, (json.dumps(config.to_dict(), indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     return config
 
 
 def write_pitch_bounds(model_dir: Path, bounds: tuple[float, float] | None) -> ModelConfig:
     """Set the acoustic model's `pitch_bounds` in MODEL_DIR/config.json (atomically)."""
-    config = ModelConfig.from_dict(json.loads((model_dir / CONFIG_NAME).read_text(encoding="utf-8")))
-    return _update_config(model_dir, acoustic=dataclasses.replace(config.acoustic, pitch_bounds=bounds))
+    return _update_config(
+        model_dir, lambda c: dataclasses.replace(c, acoustic=dataclasses.replace(c.acoustic, pitch_bounds=bounds))
+    )
 
 
 def write_prior(model_dir: Path, prior: EmotionProsody) -> ModelConfig:
     """Set `emotion_prosody` in MODEL_DIR/config.json (atomically); every other key stays as it was."""
-    return _update_config(model_dir, emotion_prosody=prior)
+    return _update_config(model_dir, lambda c: dataclasses.replace(c, emotion_prosody=prior))
 
 
 def prosody_prior_for(model_dir: Path, data: AcousticSet, data_dir: Path) -> EmotionProsody:
