@@ -1,0 +1,117 @@
+"""Probe: does matching a clone's long-term spectrum to its reference clip move the cloning scores? CPU only.
+
+    .venv/bin/python benchmarks/probes/clone_timbre_probe.py --corpus /work/corpus-v3b --clone-refs /work/eval-voices \
+        --alpha 0 --alpha 0.5 --alpha 1 [--clip 1.0] --out benchmarks/results/quality/v81/clone_timbre_probe.json
+
+The cloning test of `rtvox eval --clone` (same references, 3 en + 3 zh dev sentences, GE2E cosine to the
+reference and closer-than-any-built-in), with one change: each reference's mel bias — the mean log-mel of its
+speech frames minus the mean of the model's own renderings of four calibration sentences (not eval sentences)
+with that reference's embedding, optionally clipped to ±`--clip` nats per band — is added, times `--alpha`, to
+every decoded mel before the vocoder (monkeypatched at `steps.tilt_mel`, eager backend). Nothing ships with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from rtvox.audio.loudness import trim_silence
+from rtvox.constants import SAMPLE_RATE
+from rtvox.eval.cloning import corpus_references, folder_references
+from rtvox.runtime import steps
+from rtvox.runtime.synthesizer import Synthesizer
+
+ROOT = Path(__file__).resolve().parents[2]
+CALIBRATION = (
+    "The weather was calm, so we walked to the harbour and back before lunch.",
+    "She kept every letter in a wooden box under her bed.",
+    "周末我们去公园散步，看见很多人在湖边钓鱼。",
+    "这家小店的面条又便宜又好吃，每天中午都排长队。",
+)
+_bias: dict[str, np.ndarray | None] = {"mel": None}
+_tilt_mel = steps.tilt_mel
+
+
+def _biased_tilt_mel(mel: torch.Tensor, tilt: float) -> torch.Tensor:
+    out = _tilt_mel(mel, tilt)
+    if _bias["mel"] is not None:
+        out = out + torch.as_tensor(_bias["mel"], dtype=mel.dtype)[:, None]
+    return out
+
+
+def speech_mel_mean(synth: Synthesizer, audio: np.ndarray) -> np.ndarray:
+    """Mean log-mel [n_mels] over the frames of the trimmed clip louder than its 30th percentile."""
+    speech = np.ascontiguousarray(trim_silence(audio, SAMPLE_RATE), dtype=np.float32)
+    with torch.inference_mode():
+        mel = synth._mel(torch.from_numpy(speech)[None])[0]
+    level = mel.mean(0)
+    return mel[:, level > torch.quantile(level, 0.3)].mean(1).numpy()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="models/rtvox-small")
+    p.add_argument("--corpus", type=Path, required=True)
+    p.add_argument("--clone-refs", type=Path, required=True)
+    p.add_argument("--alpha", type=float, action="append")
+    p.add_argument("--clip", type=float, default=None, help="clip the bias to ±CLIP nats per band")
+    p.add_argument("--out", type=Path)
+    args = p.parse_args()
+    torch.set_num_threads(2)
+    steps.tilt_mel = _biased_tilt_mel
+    synth = Synthesizer(args.model, device="cpu")
+    refs = corpus_references(args.corpus) + folder_references(args.clone_refs)
+    eval_dir = ROOT.parent / "shared" / "eval"
+    sentences = [
+        s
+        for lang in ("en", "zh")
+        for s in [t for t in (eval_dir / f"sentences_{lang}.txt").read_text("utf-8").splitlines() if t.strip()][:3]
+    ]
+    names = synth.voices.builtin_names
+    table = np.stack([synth.voices.get(n).embedding for n in names])
+    alphas = args.alpha or [0.0, 1.0]
+    scores: dict[float, dict[str, list[float]]] = {a: {"cosine": [], "closer": []} for a in alphas}
+    per_ref = []
+    for ref in refs:
+        emb = synth.embed_speaker(ref.wav_bytes())
+        _bias["mel"] = None
+        own = np.mean(
+            [speech_mel_mean(synth, synth.synthesize(t, speaker_embedding=emb).audio) for t in CALIBRATION], 0
+        )
+        bias = speech_mel_mean(synth, ref.audio) - own
+        if args.clip is not None:
+            bias = np.clip(bias, -args.clip, args.clip)
+        row: dict[str, object] = {"reference": ref.name, "bias_min": round(float(bias.min()), 3)}
+        row["bias_max"] = round(float(bias.max()), 3)
+        for alpha in alphas:
+            _bias["mel"] = alpha * bias
+            for text in sentences:
+                audio = synth.synthesize(text, speaker_embedding=emb).audio
+                speech = trim_silence(audio, SAMPLE_RATE)
+                out = synth.speaker_encoder.embed_reference(speech if speech.size else audio, SAMPLE_RATE)
+                cosine = float(out @ emb)
+                scores[alpha]["cosine"].append(cosine)
+                scores[alpha]["closer"].append(float(cosine > float(np.max(table @ out))))
+            row[f"alpha_{alpha}"] = round(float(np.mean(scores[alpha]["cosine"][-len(sentences) :])), 4)
+        per_ref.append(row)
+        print(row, flush=True)
+    summary = {
+        str(a): {
+            "mean_cosine": round(float(np.mean(s["cosine"])), 4),
+            "closer_share": round(float(np.mean(s["closer"])), 4),
+        }
+        for a, s in scores.items()
+    }
+    print(summary)
+    if args.out:
+        result = {"model": args.model, "clip": args.clip, "trials_per_alpha": len(refs) * len(sentences)}
+        result |= {"summary": summary, "per_reference": per_ref}
+        args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
