@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -53,10 +54,24 @@ def read_text(text: str) -> str:
 
 
 def output_format(output: Path, fmt: str | None) -> str:
+    """The audio format of OUTPUT (--format, else its suffix), once OUTPUT is known to be a file path that can
+    be written: checked before the model loads, so a bad path fails at once instead of after the synthesis."""
     name = (fmt or output.suffix.lstrip(".") or "wav").lower()
     if name not in AUDIO_FORMATS:
         raise InputError(f"unsupported audio format {name!r}; use --format {'|'.join(AUDIO_FORMATS)}")
+    check_output_path(output)
     return name
+
+
+def check_output_path(output: Path) -> None:
+    """InputError unless OUTPUT names a file in an existing, writable folder."""
+    if output.is_dir():
+        raise InputError(f"output {output} is a folder; give a file name", param="output")
+    folder = output.parent
+    if not folder.is_dir():
+        raise InputError(f"output folder {folder} does not exist; create it first", param="output")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"output folder {folder} is not writable", param="output")
 
 
 def _run(fn: Callable[[], T]) -> T:
@@ -218,6 +233,7 @@ def demo(
         from rtvox.audio import write_audio
         from rtvox.runtime import Synthesizer
 
+        check_output_path(output)
         synth = Synthesizer(model, device=device)
         result = synth.synthesize("你好，欢迎使用 rtvox。This is a quick demo of mixed Chinese and English speech.")
         write_audio(output, result.audio, SAMPLE_RATE)

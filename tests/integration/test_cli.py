@@ -119,6 +119,37 @@ def test_speak_bad_input_exits_2_and_writes_nothing(
     assert list(tmp_path.iterdir()) == []  # no output, no temp file left behind
 
 
+@pytest.mark.parametrize(
+    ("where", "needle"),
+    [("missing/out.wav", "output folder"), ("", "is a folder")],
+)
+def test_speak_unwritable_output_fails_before_synthesis(tmp_path: Path, where: str, needle: str) -> None:
+    out = tmp_path / where if where else tmp_path
+    # a model that does not exist: the path is checked before the model loads, or this would fail with exit 1
+    proc = rtvox("speak", "你好", "-o", str(out), "--model", str(tmp_path / "nope"))
+    assert proc.returncode == 2, proc.stderr
+    assert needle in proc.stderr and str(out.parent if where else out) in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_demo_into_a_missing_folder_is_one_message(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["demo", "-o", str(tmp_path / "no" / "demo.wav")])
+    assert result.exit_code == 2
+    assert "output folder" in result.output and "does not exist" in result.output
+
+
+def test_an_os_error_in_a_command_is_one_line_and_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import typer
+
+    from rtvox.cli_errors import one_message
+
+    with pytest.raises(typer.Exit) as caught, one_message():
+        (tmp_path / "gone" / "x.json").write_text("{}")
+    assert caught.value.exit_code == 1
+    assert capsys.readouterr().err == f"error: No such file or directory: {tmp_path / 'gone' / 'x.json'}\n"
+
+
 def test_missing_model_is_an_operator_error(tmp_path: Path) -> None:
     proc = rtvox("speak", "你好", "-o", str(tmp_path / "x.wav"), "--model", str(tmp_path / "nope"))
     assert proc.returncode == 1
