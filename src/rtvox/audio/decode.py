@@ -147,5 +147,8 @@ def _decode_ffmpeg(source: io.BytesIO | str, max_seconds: float | None) -> tuple
 
 
 def _reason(primary: Exception, fallback: Exception) -> str:
-    text = str(primary).strip() or str(fallback).strip() or type(primary).__name__
+    """The decoder's own words: FFmpeg's message without its "[Errno N]" and the stream's internal name."""
+    strerror = getattr(primary, "strerror", None)
+    own = strerror if isinstance(strerror, str) else str(primary)
+    text = own.strip() or str(fallback).strip() or type(primary).__name__
     return text.splitlines()[0]
