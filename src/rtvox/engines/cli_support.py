@@ -10,8 +10,8 @@ from typing import Any
 import torch
 
 from rtvox.constants import DEFAULT_MODEL
-from rtvox.engines.base import BuildOptions
-from rtvox.engines.build import build_engines, describe_engines, export_artifacts
+from rtvox.engines.base import BuildOptions, available_backends
+from rtvox.engines.build import build_engines, describe_engines, export_artifacts, parse_dtype
 from rtvox.engines.shapes import ShapeProfile
 from rtvox.errors import InputError, ModelError
 from rtvox.models.bundle import ModelBundle
@@ -59,6 +59,20 @@ def build_command(
     return describe_engines(engines)
 
 
+def parse_variants(variants: str) -> list[tuple[str, str]]:
+    """`--variants` ("auto,onnx,inductor:bf16") as (backend, dtype) pairs; a name that is no backend or dtype is
+    an InputError here, before the model loads and the baseline runs (a failed *build* is a row of the report)."""
+    known = ("auto", *available_backends())
+    pairs = []
+    for item in variants.split(","):
+        backend, _, dtype = item.strip().partition(":")
+        if backend not in known:
+            raise InputError(f"unknown backend {backend!r} in --variants; use {', '.join(known)}", param="variants")
+        parse_dtype(dtype or "float32")
+        pairs.append((backend, dtype or "float32"))
+    return pairs
+
+
 def bench_command(
     model: str | None,
     out: Path,
@@ -72,10 +86,7 @@ def bench_command(
 ) -> str:
     from rtvox.engines.bench_run import run_bench
 
-    pairs = []
-    for item in variants.split(","):
-        backend, _, dtype = item.strip().partition(":")
-        pairs.append((backend, dtype or "float32"))
+    pairs = parse_variants(variants)
     report = run_bench(
         resolve_model(model),
         pairs,

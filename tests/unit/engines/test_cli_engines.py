@@ -39,3 +39,20 @@ def test_bench_writes_json_table_and_chart(model_dir: Path, tmp_path: Path) -> N
     assert row["texts"]["short"]["rtf"] > 0 and row["throughput"]["2"]["audio_s_per_s"] > 0
     assert report["costs_10s"][2]["module"] == "vocoder" and report["costs_10s"][2]["flops"] > 0
     assert (tmp_path / "bench.json").is_file() and "| eager | float32 |" in (tmp_path / "bench.md").read_text()
+
+
+@pytest.mark.parametrize(("variants", "needle"), [("nope", "unknown backend 'nope'"), ("eager:int4", "unknown dtype")])
+def test_bench_rejects_unknown_variants_before_running(tmp_path: Path, variants: str, needle: str) -> None:
+    from rtvox.cli import app
+
+    # a missing model: the variants are checked first, so this is not the error
+    args = ["bench", "--variants", variants, "-o", str(tmp_path / "b"), "--model", str(tmp_path / "none")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and needle in result.output
+    assert not (tmp_path / "b").exists()
+
+
+def test_parse_variants_defaults_to_float32() -> None:
+    from rtvox.engines.cli_support import parse_variants
+
+    assert parse_variants("eager, onnx:int8,auto") == [("eager", "float32"), ("onnx", "int8"), ("auto", "float32")]
