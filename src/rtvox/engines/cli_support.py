@@ -65,11 +65,12 @@ def parse_variants(variants: str) -> list[tuple[str, str]]:
     known = ("auto", *available_backends())
     pairs = []
     for item in variants.split(","):
-        backend, _, dtype = item.strip().partition(":")
+        backend, _, named = item.strip().partition(":")
+        dtype = named or "float32"
         if backend not in known:
             raise InputError(f"unknown backend {backend!r} in --variants; use {', '.join(known)}", param="variants")
-        parse_dtype(dtype or "float32")
-        pairs.append((backend, dtype or "float32"))
+        parse_dtype(dtype)
+        pairs.append((backend, dtype))
     return pairs
 
 
