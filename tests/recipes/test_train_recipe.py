@@ -116,6 +116,9 @@ def test_pack_rejects_corpora_with_the_same_name(corpus: Path, tmp_path: Path) -
 
 
 def test_train_resume_export_and_speak(packed: Path, tmp_path: Path) -> None:
+    import torch
+
+    from rtvox.errors import InputError
     from rtvox.runtime.synthesizer import Synthesizer
     from rtvox.training.acoustic import AcousticRun, train_acoustic
     from rtvox.training.export import export_bundle
@@ -140,6 +143,15 @@ def test_train_resume_export_and_speak(packed: Path, tmp_path: Path) -> None:
         assert len(chunk.durations) == len(chunk.phonemes)
         assert all(d == 0 for p, d in zip(chunk.phonemes, chunk.durations, strict=True) if p in ("#1", "#2"))
         assert sum(chunk.durations) * 256 == chunk.audio.size
+    # a new acoustic model can keep a shipped model's vocoder: the model directory stands in for the snapshot
+    again = export_bundle(tmp_path / "ac" / "snapshot", tmp_path / "m", packed, voices, tmp_path / "m2")
+    assert again.config.vocoder == bundle.config.vocoder
+    for (key, mine), theirs in zip(
+        again.vocoder.state_dict().items(), bundle.vocoder.state_dict().values(), strict=True
+    ):
+        assert torch.equal(mine, theirs), key
+    with pytest.raises(InputError, match="neither a vocoder snapshot"):
+        export_bundle(tmp_path / "ac" / "snapshot", tmp_path / "voices.json", packed, voices, tmp_path / "m3")
 
 
 def test_dropout_override_reaches_the_acoustic_model(packed: Path, tmp_path: Path) -> None:

@@ -17,10 +17,10 @@ import numpy as np
 import torch
 
 from rtvox.errors import InputError
-from rtvox.models.bundle import ModelBundle, ModelConfig
-from rtvox.models.vocoder import build_vocoder, vocoder_preset
+from rtvox.models.bundle import CONFIG_NAME, ModelBundle, ModelConfig, load_weights
+from rtvox.models.vocoder import AnyVocoder, AnyVocoderConfig, build_vocoder, vocoder_preset
 from rtvox.text.vocab import Vocabulary
-from rtvox.training.acoustic import build_modules
+from rtvox.training.acoustic import build_modules, is_model_dir
 from rtvox.training.checkpoint import load_snapshot
 from rtvox.training.data import AcousticSet, load_acoustic
 from rtvox.training.prosody_prior import prosody_prior_for
@@ -56,6 +56,27 @@ def builtin_voices(data: AcousticSet, voices_file: Path) -> tuple[dict[str, torc
     return voices, meta, spec.get("default", meta[0]["name"])
 
 
+def load_vocoder_source(source: Path) -> tuple[AnyVocoderConfig, AnyVocoder]:
+    """The vocoder to ship: from a training snapshot (progress.json + weights), or taken as it is from a shipped
+    model directory (its config's vocoder and vocoder*.safetensors), so a new acoustic model can keep the old
+    vocoder without that vocoder's training snapshot."""
+    if is_model_dir(source):
+        shipped = ModelConfig.from_dict(json.loads((source / CONFIG_NAME).read_text(encoding="utf-8")))
+        vocoder = build_vocoder(shipped.vocoder)
+        state = load_weights(source, "vocoder", torch.device("cpu"), torch.float32)
+        if not state:
+            raise InputError(f"model directory {source} has no vocoder weights (vocoder*.safetensors)")
+        vocoder.load_state_dict(state)
+        return shipped.vocoder, vocoder
+    if not (source / "progress.json").is_file():
+        raise InputError(f"{source} is neither a vocoder snapshot (progress.json) nor a model directory (config.json)")
+    progress = json.loads((source / "progress.json").read_text(encoding="utf-8"))
+    config = vocoder_preset(progress.get("preset", "vocos-small"))
+    vocoder = build_vocoder(config)
+    load_snapshot(source, {"vocoder": vocoder})
+    return config, vocoder
+
+
 def export_bundle(
     acoustic_snapshot: Path,
     vocoder_snapshot: Path,
@@ -68,19 +89,17 @@ def export_bundle(
     model_card: str = "",
 ) -> ModelBundle:
     progress = json.loads((acoustic_snapshot / "progress.json").read_text(encoding="utf-8"))
-    voc_progress = json.loads((vocoder_snapshot / "progress.json").read_text(encoding="utf-8"))
+    vocoder_config, vocoder = load_vocoder_source(vocoder_snapshot)
     vocab = Vocabulary.default()
     config = ModelConfig.preset(progress.get("preset", "small"), vocab_size=len(vocab), name=name, version=version)
     config = dataclasses.replace(
         config,
         acoustic=dataclasses.replace(config.acoustic, frame_position=bool(progress.get("frame_position", False))),
-        vocoder=vocoder_preset(voc_progress.get("preset", "vocos-small")),
+        vocoder=vocoder_config,
         skip_symbols=tuple(progress.get("skip_symbols", ())),
     )
     modules = build_modules(config, len(vocab))
     load_snapshot(acoustic_snapshot, modules)
-    vocoder = build_vocoder(config.vocoder)
-    load_snapshot(vocoder_snapshot, {"vocoder": vocoder})
     data = load_acoustic(data_dir)
     voices, meta, default = builtin_voices(data, voices_file)
     config = dataclasses.replace(config, default_voice=default)

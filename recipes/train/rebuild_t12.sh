@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Rebuild run T12's training data on a fresh CPU machine and cut it into device uploads (recipes/train/README.md,
+# run T12). Every step resumes: a corpus build skips what it already wrote, a finished pack (pack.json) is kept.
+# About 90 min on two idle cores (builds ~75 min, pack ~14 min); run it in the background first thing.
+#
+#   bash recipes/train/rebuild_t12.sh [WORK]     corpora and packed-v6 under WORK (default /work)
+#
+# Then, device calls back to back (models/rtvox-small moved out of the tree for them, 64 MiB carried per call):
+#   bash recipes/train/gpu.sh upload .gpu/U1 ... (one call per .gpu/U<k>, carry [".gpu/U<k>"]; the last part is
+#   init/acoustic = the shipped model's acoustic and emotion weights: a warm start whose aligner starts fresh, as
+#   run T10 did), then the training calls of recipes/train/README.md (carry [".gpu/none"]).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+W=${1:-/work}
+EVAL=${EVAL_DIR:-$W/shared/eval}
+CV=$W/corpus-venv
+PART_BYTES=$((60 * 1024 * 1024))
+
+test -x "$CV/bin/python" || bash recipes/corpus/setup.sh "$CV"
+test -x .venv/bin/python || make .venv/.installed
+build() {  # NAME HOURS SEED MIX
+  "$CV/bin/python" -m recipes.corpus.build --out "$W/$1" --hours "$2" --seed "$3" --text-mix "$4" --jobs 2 \
+    --eval-dir "$EVAL"
+}
+build corpus-v3b 4.5 4 v3
+build corpus-v2b 1.5 5 v2
+build corpus-v2c 1 6 v2
+build corpus-v4a 4 7 v4
+build corpus-v5a 4 8 v5
+if [ ! -f "$W/packed-v6/pack.json" ]; then
+  .venv/bin/python -m recipes.train.pack "$W/corpus-v3b" "$W/corpus-v2b" "$W/corpus-v2c" "$W/corpus-v4a" \
+    "$W/corpus-v5a" "$W/packed-v6" --shards 15 --jobs 2 --vocoder-minutes 0.2
+fi
+
+# Uploads: acoustic shards in parts under PART_BYTES, each with pack.json; then the init part; .gpu/none empty.
+rm -rf .gpu/U[0-9]* .gpu/none
+mkdir -p .gpu/none
+part=1 size=0
+mkdir -p .gpu/U1
+for shard in "$W"/packed-v6/acoustic-*.npz.xz; do
+  bytes=$(stat -c %s "$shard")
+  if ((size > 0 && size + bytes > PART_BYTES)); then
+    part=$((part + 1)) size=0
+    mkdir -p ".gpu/U$part"
+  fi
+  cp "$shard" ".gpu/U$part/"
+  size=$((size + bytes))
+done
+for ((k = 1; k <= part; k++)); do cp "$W/packed-v6/pack.json" ".gpu/U$k/"; done
+init=".gpu/U$((part + 1))/init/acoustic"
+mkdir -p "$init"
+cp models/rtvox-small/config.json models/rtvox-small/acoustic*.safetensors models/rtvox-small/emotion.safetensors "$init/"
+cp "$W/packed-v6/pack.json" ".gpu/U$((part + 1))/"
+du -sh .gpu/U*
