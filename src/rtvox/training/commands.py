@@ -245,6 +245,9 @@ def prosody_prior(
     max_neutral: Annotated[int, typer.Option(help="with --corpus: neutral clips sampled per speaker")] = 12,
     max_other: Annotated[int, typer.Option(help="with --corpus: clips sampled per speaker and other emotion")] = 8,
     jobs: Annotated[int, typer.Option(help="with --corpus: processes measuring the clips")] = 2,
+    per_voice: Annotated[
+        bool, typer.Option("--per-voice", help="also solve each built-in voice's own entries (its own response)")
+    ] = False,
 ) -> None:
     """The emotion prosody prior: the data's per-emotion pitch/energy/duration shifts minus the model's own,
     written into MODEL/config.json as "emotion_prosody". With --data the model's pitch is first bounded to the
@@ -255,7 +258,7 @@ def prosody_prior(
         if max_neutral < 2 or max_other < 1 or jobs < 1:
             raise InputError("--max-neutral must be >= 2, --max-other and --jobs >= 1")
         sample = CorpusSample(max_neutral=max_neutral, max_other=max_other, jobs=jobs)
-        prior = prosody_prior_command(model, data, corpus or (), sample)
+        prior = prosody_prior_command(model, data, corpus or (), sample, per_voice)
     bounds = prior.source.get("pitch_bounds")
     typer.echo(
         f"pitch bounds {bounds} (speaker z)" if bounds else "pitch unbounded (too little voiced speech per emotion)"

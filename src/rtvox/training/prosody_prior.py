@@ -309,6 +309,10 @@ class ModelRenderer:
         self.mel = MelSpectrogram()
         self.extract = ProsodyExtractor()
 
+    def subset(self, voices: Sequence[str]) -> ModelRenderer:
+        """The same renderer over other voices (for a voice's own calibration)."""
+        return ModelRenderer(self.synth, self.sentences, voices, self.space)
+
     def measure(self, audio: np.ndarray, text: str, phonemes: int) -> np.ndarray | None:
         """One rendering's features in this renderer's space; None when it has too little voiced speech."""
         from rtvox.audio.pitch import frame_f0
@@ -400,6 +404,19 @@ def calibrate(renderer: ModelRenderer, data: dict[str, ProsodyStats]) -> tuple[d
     return prior, report
 
 
+def calibrate_voices(
+    renderer: ModelRenderer, data: dict[str, ProsodyStats]
+) -> tuple[dict[str, dict[str, ProsodyShift]], dict[str, Any]]:
+    """Each voice of `renderer` calibrated on its own (its own response and learned effect): voice -> prior
+    entries, and voice -> what its renderings do with them (the matched features)."""
+    entries: dict[str, dict[str, ProsodyShift]] = {}
+    reached: dict[str, Any] = {}
+    for voice in renderer.voices:
+        entries[voice], report = calibrate(renderer.subset((voice,)), data)
+        reached[voice] = report.get("with_prior", {})
+    return entries, reached
+
+
 def prior_from_stats(
     measured: dict[str, ProsodyStats],
     synth: Synthesizer,
@@ -407,11 +424,18 @@ def prior_from_stats(
     source: dict[str, Any],
     voices: Sequence[str] | None = None,
     sentences: Sequence[str] = CALIBRATION_SENTENCES,
+    per_voice: bool = False,
 ) -> EmotionProsody:
-    """The prior of `synth`'s model calibrated against data measurements (one space), with its provenance."""
+    """The prior of `synth`'s model calibrated against data measurements (one space), with its provenance; with
+    `per_voice`, also each built-in voice's own entries (EmotionProsody.voices)."""
     space = next(iter(measured.values())).space if measured else PACKED
     voices = tuple(voices or synth.voices.builtin_names)
-    prior, report = calibrate(ModelRenderer(synth, sentences, voices, space), measured)
+    renderer = ModelRenderer(synth, sentences, voices, space)
+    prior, report = calibrate(renderer, measured)
+    own: dict[str, dict[str, ProsodyShift]] = {}
+    if per_voice and measured:
+        own, reached = calibrate_voices(renderer, measured)
+        report["voices_with_prior"] = reached
     return EmotionProsody(
         prior,
         {
@@ -427,6 +451,7 @@ def prior_from_stats(
             "data_prosody": {e: s.to_dict() for e, s in measured.items()},
             **report,
         },
+        own,
     )
 
 
@@ -438,11 +463,12 @@ def compute_prior(
     min_clips: int = 3,
     voices: Sequence[str] | None = None,
     sentences: Sequence[str] = CALIBRATION_SENTENCES,
+    per_voice: bool = False,
 ) -> EmotionProsody:
     """The calibrated prior of `synth`'s model from packed `data` (PACKED space)."""
     measured = data_prosody(data, min_clips=min_clips)
     source = {**(source or {}), "utterances": len(data), "min_clips": min_clips}
-    return prior_from_stats(measured, synth, source=source, voices=voices, sentences=sentences)
+    return prior_from_stats(measured, synth, source=source, voices=voices, sentences=sentences, per_voice=per_voice)
 
 
 # The pitch bound: per emotion the PITCH_PERCENTILE-th lowest and highest voiced frame pitch (speaker z, as the
@@ -494,7 +520,7 @@ def write_prior(model_dir: Path, prior: EmotionProsody) -> ModelConfig:
     return _update_config(model_dir, lambda c: dataclasses.replace(c, emotion_prosody=prior))
 
 
-def prosody_prior_for(model_dir: Path, data: AcousticSet, data_dir: Path) -> EmotionProsody:
+def prosody_prior_for(model_dir: Path, data: AcousticSet, data_dir: Path, per_voice: bool = False) -> EmotionProsody:
     """Bound the model's pitch to the range of `data` (loaded from `data_dir`), then compute its prior under that
     bound from the same data and write both into `model_dir`'s config."""
     from rtvox.runtime.synthesizer import Synthesizer
@@ -502,13 +528,17 @@ def prosody_prior_for(model_dir: Path, data: AcousticSet, data_dir: Path) -> Emo
     write_pitch_bounds(model_dir, pitch_bounds(data))
     synth = Synthesizer(model_dir, device="cpu")  # a prior already in config.json is not used: see ModelRenderer
     shards = sorted(p.name for p in data_dir.glob("acoustic-*.npz.xz"))
-    prior = compute_prior(data, synth, source={"data": str(data_dir), "shards": shards})
+    prior = compute_prior(data, synth, source={"data": str(data_dir), "shards": shards}, per_voice=per_voice)
     write_prior(model_dir, prior)
     return prior
 
 
 def prosody_prior_command(
-    model_dir: Path, data_dir: Path | None = None, corpora: Sequence[Path] = (), sample: CorpusSample = CorpusSample()
+    model_dir: Path,
+    data_dir: Path | None = None,
+    corpora: Sequence[Path] = (),
+    sample: CorpusSample = CorpusSample(),
+    per_voice: bool = False,
 ) -> EmotionProsody:
     """`rtvox train prosody-prior`. With packed data only: bound the pitch to its range, then solve the prior in
     PACKED space from it. With corpus folders: targets in WAVEFORM space from their wavs (the pitch bound is
@@ -519,7 +549,7 @@ def prosody_prior_command(
         raise InputError("give the packed training data (--data) or teacher corpus folders (--corpus), or both")
     if not corpora:
         assert data_dir is not None
-        return prosody_prior_for(model_dir, load_acoustic(data_dir), data_dir)
+        return prosody_prior_for(model_dir, load_acoustic(data_dir), data_dir, per_voice=per_voice)
     if data_dir is not None:
         write_pitch_bounds(model_dir, pitch_bounds(load_acoustic(data_dir)))
     measured, clips = corpus_prosody(corpora, sample)
@@ -530,6 +560,6 @@ def prosody_prior_command(
         "sampling": {"max_neutral": sample.max_neutral, "max_other": sample.max_other, "seed": sample.seed},
         "pitch_bounds_from": str(data_dir) if data_dir is not None else "kept",
     }
-    prior = prior_from_stats(measured, synth, source=source)
+    prior = prior_from_stats(measured, synth, source=source, per_voice=per_voice)
     write_prior(model_dir, prior)
     return prior

@@ -171,6 +171,55 @@ def test_calibration_makes_the_model_move_like_the_data(space: FeatureSpace) -> 
         assert np.linalg.norm(residual / scale) < np.linalg.norm((target[matched] - learned) / scale)
 
 
+class _TwoVoiceModel:
+    """Voices that respond to the same knobs by different amounts (v2 at 40 % of v1), as built-in voices do."""
+
+    def __init__(self, voices: tuple[str, ...] = ("v1", "v2")) -> None:
+        self.voices = voices
+        self.base = _LinearModel(WAVEFORM)
+        self.gain = {"v1": 1.0, "v2": 0.4}
+
+    def subset(self, voices: tuple[str, ...]) -> _TwoVoiceModel:
+        return _TwoVoiceModel(voices)
+
+    def features(self, emotion: str, shift: ProsodyShift) -> np.ndarray:
+        knobs = np.array([shift.pitch_shift, np.log(shift.pitch_range), shift.energy_shift, shift.tilt])
+        rows = []
+        for voice in self.voices:
+            out = self.gain[voice] * (self.base.response @ knobs) + self.base.own[emotion]
+            out[WAVEFORM.rate] += np.log(shift.duration)
+            rows.append(out)
+        return np.stack(rows)
+
+
+def test_each_voice_is_solved_through_its_own_response() -> None:
+    from rtvox.training.prosody_prior import calibrate_voices
+
+    model = _TwoVoiceModel()
+    rng = np.random.default_rng(11)
+    want = {"happy": 0.2 * rng.standard_normal(len(WAVEFORM.features))}
+    want["sad"] = -want["happy"]
+    data = {e: ProsodyStats.from_vector(v, 30, WAVEFORM) for e, v in want.items()}
+    entries, reached = calibrate_voices(model, data)  # type: ignore[arg-type]
+    assert set(entries) == {"v1", "v2"} and set(reached["v2"]) == {"happy", "sad"}
+    matched = list(WAVEFORM.matched)
+    scale = np.std([v[matched] for v in want.values()], axis=0) + 1e-3
+    for voice, gain in model.gain.items():
+        for emotion, target in want.items():
+            shift = entries[voice][emotion]
+            got = (
+                model.subset((voice,)).features(emotion, shift)[0]
+                - model.subset((voice,)).features("neutral", ProsodyShift())[0]
+            )
+            residual = (target - got)[matched] / scale
+            # least squares through this voice's own response (within the knob limits, which these targets keep to)
+            np.testing.assert_allclose(
+                (gain * model.base.response[matched] / scale[:, None]).T @ residual, 0, atol=1e-9
+            )
+    # the weaker voice needs larger knobs for the same target
+    assert abs(entries["v2"]["happy"].energy_shift) > abs(entries["v1"]["happy"].energy_shift)
+
+
 def test_stats_must_fit_their_space_and_read_the_rate_from_it() -> None:
     with pytest.raises(ValueError, match="10 waveform features"):
         ProsodyStats.from_vector(np.zeros(len(FEATURES)), 1, WAVEFORM)
