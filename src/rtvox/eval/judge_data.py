@@ -103,19 +103,10 @@ def _measure(args: tuple[str, str]) -> np.ndarray | None:
 
 
 def extract_corpus_features(
-    corpus: Path,
-    *,
-    max_neutral: int = 30,
-    max_other: int = 14,
-    seed: int = 0,
-    jobs: int = 2,
-    include_heldout: bool = True,
+    corpus: Path, *, max_neutral: int = 30, max_other: int = 14, seed: int = 0, jobs: int = 2
 ) -> CorpusFeatures:
-    """Measure the sampled clips of a corpus (manifest.jsonl + wavs) with `jobs` processes; without
-    `include_heldout` the heldout-teacher speakers' clips are not read."""
+    """Measure the sampled clips of a corpus (manifest.jsonl + wavs) with `jobs` processes."""
     rows = sample_manifest(corpus, max_neutral=max_neutral, max_other=max_other, seed=seed)
-    if not include_heldout:
-        rows = [r for r in rows if r["split"] != HELDOUT_SPLIT]
     work = [(str(corpus / r["path"]), str(r.get("spoken") or r["text"])) for r in rows]
     if jobs > 1:
         with mp.get_context("spawn").Pool(jobs, initializer=_init_worker) as pool:

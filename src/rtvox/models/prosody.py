@@ -8,12 +8,7 @@ emotion judge hears "neutral". The prior puts the rest back explicitly. It is da
 model already does on its own), not learned, and not tuned on evaluation sentences.
 
     config.json  "emotion_prosody": {"happy": {"pitch_shift": .., "pitch_range": .., "energy_shift": ..,
-                                                "duration": .., "tilt": ..}, ...,
-                                      "voices": {"mei": {"happy": {...}, ...}, ...}, "source": {...}}
-
-The top-level entries hold for every voice; "voices" (optional) holds a built-in voice's own entries, solved
-against that voice's response (voices respond to the same knobs by different amounts), which replace the
-top-level entry of that emotion for requests in that voice. Cloned voices and reference clips use the top level.
+                                                "duration": .., "tilt": ..}, ..., "source": {...}}
 
 A model directory without the key has the identity prior. Units: pitch_shift and energy_shift in the model's
 speaker z-scores (added to every phoneme), pitch_range a ratio on the deviation from the utterance mean,
@@ -43,7 +38,6 @@ SHIFT_FIELDS: tuple[str, ...] = (*PROSODY_FIELDS, "tilt")
 ProsodyRow = tuple[float, float, float, float]
 IDENTITY_ROW: ProsodyRow = (0.0, 1.0, 0.0, 1.0)
 SOURCE_KEY = "source"
-VOICES_KEY = "voices"
 
 
 @dataclass(frozen=True)
@@ -80,70 +74,46 @@ class EmotionProsody:
 
     shifts: dict[str, ProsodyShift] = field(default_factory=dict)
     source: dict[str, Any] = field(default_factory=dict)  # data, shards, model version, calibration, ...
-    voices: dict[str, dict[str, ProsodyShift]] = field(default_factory=dict)  # built-in voice -> its own entries
 
-    def _shift(self, emotion: str | None, voice: str | None = None) -> ProsodyShift | None:
-        """The label's correction (the voice's own when it has one); None for no emotion, neutral or a label
-        without one."""
-        if emotion in (None, "neutral"):
-            return None
-        own = self.voices.get(voice, {}) if voice is not None else {}
-        return own.get(emotion) or self.shifts.get(emotion)
+    def _shift(self, emotion: str | None) -> ProsodyShift | None:
+        """The label's correction; None for no emotion, neutral or a label without one."""
+        return None if emotion in (None, "neutral") else self.shifts.get(emotion)
 
-    def row(self, emotion: str | None, alpha: float, voice: str | None = None) -> ProsodyRow:
-        """The `prosody` row of a label request in `voice` (a built-in name; None for a clone or a clip);
-        IDENTITY_ROW for no emotion, neutral or an unknown label."""
-        shift = self._shift(emotion, voice)
+    def row(self, emotion: str | None, alpha: float) -> ProsodyRow:
+        """The `prosody` row of a label request; IDENTITY_ROW for no emotion, neutral or an unknown label."""
+        shift = self._shift(emotion)
         return IDENTITY_ROW if shift is None else shift.row(alpha)
 
-    def tilt(self, emotion: str | None, alpha: float, voice: str | None = None) -> float:
+    def tilt(self, emotion: str | None, alpha: float) -> float:
         """The spectral tilt added to the decoded mel of a label request (0 for none and neutral)."""
-        shift = self._shift(emotion, voice)
+        shift = self._shift(emotion)
         return 0.0 if shift is None else shift.tilt * alpha
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EmotionProsody:
         if not isinstance(data, dict):
             raise ModelError("config.json: emotion_prosody must be an object of emotion -> {pitch_shift, ...}")
-        shifts = _entries({k: v for k, v in data.items() if k not in (SOURCE_KEY, VOICES_KEY)}, "emotion_prosody")
-        voices = data.get(VOICES_KEY, {})
-        if not isinstance(voices, dict):
-            raise ModelError("config.json: emotion_prosody.voices must be an object of voice -> {emotion: ...}")
-        own = {}
-        for name, entries in voices.items():
-            if not isinstance(entries, dict):
-                raise ModelError(f"config.json: emotion_prosody.voices[{name!r}] must be an object of emotions")
-            own[str(name)] = _entries(entries, f"emotion_prosody.voices[{name!r}]")
+        shifts: dict[str, ProsodyShift] = {}
+        for key, value in data.items():
+            if key == SOURCE_KEY:
+                continue
+            if key not in EMOTIONS or not isinstance(value, dict) or set(value) - set(SHIFT_FIELDS):
+                raise ModelError(
+                    f"config.json: emotion_prosody[{key!r}] must be an emotion of {', '.join(EMOTIONS)} with "
+                    f"fields among {', '.join(SHIFT_FIELDS)}; recompute it with `rtvox train prosody-prior`"
+                )
+            try:
+                shifts[key] = ProsodyShift(**{k: float(v) for k, v in value.items()})
+            except (TypeError, ValueError) as e:
+                raise ModelError(f"config.json: emotion_prosody[{key!r}]: {e}") from e
         source = data.get(SOURCE_KEY, {})
-        return cls(shifts, dict(source) if isinstance(source, dict) else {}, own)
+        return cls(shifts, dict(source) if isinstance(source, dict) else {})
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = _entries_dict(self.shifts)
-        if self.voices:
-            out[VOICES_KEY] = {name: _entries_dict(entries) for name, entries in self.voices.items()}
+        out: dict[str, Any] = {e: self.shifts[e].to_dict() for e in EMOTIONS if e in self.shifts}
         if self.source:
             out[SOURCE_KEY] = self.source
         return out
-
-
-def _entries(data: dict[str, Any], where: str) -> dict[str, ProsodyShift]:
-    """emotion -> ProsodyShift from config.json's objects; a wrong key or field is a ModelError naming `where`."""
-    shifts: dict[str, ProsodyShift] = {}
-    for key, value in data.items():
-        if key not in EMOTIONS or not isinstance(value, dict) or set(value) - set(SHIFT_FIELDS):
-            raise ModelError(
-                f"config.json: {where}[{key!r}] must be an emotion of {', '.join(EMOTIONS)} with "
-                f"fields among {', '.join(SHIFT_FIELDS)}; recompute it with `rtvox train prosody-prior`"
-            )
-        try:
-            shifts[key] = ProsodyShift(**{k: float(v) for k, v in value.items()})
-        except (TypeError, ValueError) as e:
-            raise ModelError(f"config.json: {where}[{key!r}]: {e}") from e
-    return shifts
-
-
-def _entries_dict(shifts: dict[str, ProsodyShift]) -> dict[str, Any]:
-    return {e: shifts[e].to_dict() for e in EMOTIONS if e in shifts}
 
 
 def tilt_ramp(n_mels: int, device: torch.device, dtype: torch.dtype = torch.float32) -> Tensor:

@@ -382,16 +382,11 @@ class Synthesizer:
         model's prosody row and the spectral tilt added to its mel.
 
         An emotion reference clip gets the identity: its emotion reaches the model only through the learned
-        embedding (the clip's own prosody is not a label's average). So does the AR family (no such input). A
-        built-in voice uses its own entries where the prior has them; a speaker clip or a clone the shared ones."""
+        embedding (the clip's own prosody is not a label's average). So does the AR family (no such input)."""
         if request.emotion_ref is not None or not isinstance(self.bundle, ModelBundle):
             return IDENTITY_ROW, 0.0
         prior = self.bundle.config.emotion_prosody
-        voice = None if request.speaker_embedding is not None else (request.voice or self.default_voice)
-        return (
-            prior.row(request.emotion, request.emotion_alpha, voice),
-            prior.tilt(request.emotion, request.emotion_alpha, voice),
-        )
+        return prior.row(request.emotion, request.emotion_alpha), prior.tilt(request.emotion, request.emotion_alpha)
 
     def prepares_on_host(self, request: SynthesisRequest) -> bool:
         """Whether `prepare(request, front)` runs no engine and touches no device (conditioning on the CPU, no

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from rtvox.cli_errors import one_message
-from rtvox.errors import InputError
 
 train_app = typer.Typer(no_args_is_help=True, help="Train the acoustic model, the vocoder or the emotion judge.")
 
@@ -234,31 +233,16 @@ def export(
 
 @train_app.command("prosody-prior")
 def prosody_prior(
+    data: DataOpt,
     model: Annotated[Path, typer.Option("--model", help="model directory whose config.json gets the prior")],
-    data: Annotated[
-        Path | None, typer.Option("--data", help="packed shards: the pitch bound, and the targets without --corpus")
-    ] = None,
-    corpus: Annotated[
-        list[Path] | None,
-        typer.Option("--corpus", help="teacher corpus folder (repeatable): targets from its wavs, as the judge hears"),
-    ] = None,
-    max_neutral: Annotated[int, typer.Option(help="with --corpus: neutral clips sampled per speaker")] = 12,
-    max_other: Annotated[int, typer.Option(help="with --corpus: clips sampled per speaker and other emotion")] = 8,
-    jobs: Annotated[int, typer.Option(help="with --corpus: processes measuring the clips")] = 2,
-    per_voice: Annotated[
-        bool, typer.Option("--per-voice", help="also solve each built-in voice's own entries (its own response)")
-    ] = False,
 ) -> None:
     """The emotion prosody prior: the data's per-emotion pitch/energy/duration shifts minus the model's own,
-    written into MODEL/config.json as "emotion_prosody". With --data the model's pitch is first bounded to the
-    data's range (acoustic.pitch_bounds); with --corpus the targets are measured on the teachers' wavs."""
-    from rtvox.training.prosody_prior import CorpusSample, prosody_prior_command
+    written into MODEL/config.json as "emotion_prosody", after bounding the model's pitch to the data's range
+    (acoustic.pitch_bounds)."""
+    from rtvox.training.prosody_prior import prosody_prior_command
 
     with one_message():
-        if max_neutral < 2 or max_other < 1 or jobs < 1:
-            raise InputError("--max-neutral must be >= 2, --max-other and --jobs >= 1")
-        sample = CorpusSample(max_neutral=max_neutral, max_other=max_other, jobs=jobs)
-        prior = prosody_prior_command(model, data, corpus or (), sample, per_voice)
+        prior = prosody_prior_command(data, model)
     bounds = prior.source.get("pitch_bounds")
     typer.echo(
         f"pitch bounds {bounds} (speaker z)" if bounds else "pitch unbounded (too little voiced speech per emotion)"

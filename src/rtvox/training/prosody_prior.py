@@ -17,13 +17,6 @@ model itself.
    rendering with those knobs. Duration is exact by construction: data ratio / the model's own.
 
 The prior is what the data shows and the learned conditioning does not do, so it is not counted twice.
-
-Two feature spaces (`FeatureSpace`): PACKED measures the data from packed log-mel and F0 and the renderings from
-their log-mel (energy from summed mel power); WAVEFORM measures teacher-corpus wavs (training speakers only, a
-seeded sample) and the renderings alike from the waveform, with the prosody extractor the emotion judge reads
-(frame power for energy; speaking rate as seconds per syllable). The mel stand-in understates the teachers'
-energy and tilt shifts (angry: +1.46 dB against +2.36 dB from the waveform), so a prior solved in PACKED space
-renders emotions weaker than the data's speech; WAVEFORM needs the corpus wavs, PACKED only the packed shards.
 """
 
 from __future__ import annotations
@@ -97,62 +90,25 @@ RATE = FEATURES.index("log_frames_per_phoneme")
 
 
 @dataclass(frozen=True)
-class FeatureSpace:
-    """Which clip features the prior is solved in: their names, the ones the knobs fit, and the (log) rate the
-    duration ratio matches exactly. Every feature is compared by difference (spreads and rates are logs)."""
-
-    name: str
-    features: tuple[str, ...]
-    matched: tuple[int, ...]
-    rate: int
-
-
-PACKED = FeatureSpace("packed", FEATURES, MATCHED, RATE)
-# The emotion judge's features (rtvox.eval.prosody.FEATURES) with the two spreads as logs, so that differences are
-# the judge's log ratios. Fitted: log-F0 mean, log spread, 10th/90th percentiles, energy, tilt; the final slope,
-# the energy spread and the voiced ratio are reported only; the rate (log seconds per syllable) is exact.
-WAVEFORM_FEATURES: tuple[str, ...] = (
-    "lf0_mean",
-    "lf0_log_std",
-    "lf0_p10",
-    "lf0_p90",
-    "final_slope",
-    "energy_mean",
-    "energy_log_std",
-    "voiced_ratio",
-    "sec_per_syllable",
-    "tilt",
-)
-WAVEFORM = FeatureSpace("waveform", WAVEFORM_FEATURES, (0, 1, 2, 3, 5, 9), 8)
-_LOG_COLUMNS = (1, 6)  # the judge's lf0_std and energy_std, taken as logs in WAVEFORM space
-
-
-@dataclass(frozen=True)
 class ProsodyStats:
-    """One emotion relative to neutral: the differences of a space's features (measured, not yet a prior)."""
+    """One emotion relative to neutral: the differences of FEATURES (measured, not yet a prior)."""
 
-    values: tuple[float, ...]  # one per space.features
+    values: tuple[float, ...]  # one per FEATURES
     count: int  # speakers (data) or voices (model) it is averaged over
-    space: FeatureSpace = PACKED
-
-    def __post_init__(self) -> None:
-        if len(self.values) != len(self.space.features):
-            raise ValueError(f"{len(self.values)} values for the {len(self.space.features)} {self.space.name} features")
 
     @classmethod
-    def from_vector(cls, v: np.ndarray, count: int, space: FeatureSpace = PACKED) -> ProsodyStats:
-        return cls(tuple(float(x) for x in v), count, space)
+    def from_vector(cls, v: np.ndarray, count: int) -> ProsodyStats:
+        return cls(tuple(float(x) for x in v), count)
 
     def vector(self) -> np.ndarray:
         return np.asarray(self.values, dtype=np.float64)
 
     @property
     def duration(self) -> float:
-        """The data's length ratio to neutral (exp of the log rate difference)."""
-        return float(np.exp(self.values[self.space.rate]))
+        return float(np.exp(self.values[-1]))
 
     def to_dict(self) -> dict[str, float]:
-        return {**{k: round(v, 4) for k, v in zip(self.space.features, self.values, strict=True)}, "count": self.count}
+        return {**{k: round(v, 4) for k, v in zip(FEATURES, self.values, strict=True)}, "count": self.count}
 
 
 def _final_slope(times: np.ndarray, lf0: np.ndarray) -> float:
@@ -201,82 +157,26 @@ def utterance_features(data: AcousticSet) -> np.ndarray:
     return out
 
 
-def _relative_to_neutral(
-    rows: np.ndarray, speakers: np.ndarray, emotions: np.ndarray, min_clips: int, space: FeatureSpace
-) -> dict[str, ProsodyStats]:
-    """rows [N, F] (NaN rows unusable), one speaker and emotion label per row -> per emotion, the mean over
-    speakers with >= min_clips usable clips of it and of neutral of (its mean - the speaker's neutral mean)."""
+def data_prosody(data: AcousticSet, min_clips: int = 3) -> dict[str, ProsodyStats]:
+    """Emotion -> its clip features relative to neutral in `data`, averaged over speakers with >= min_clips usable
+    clips of that emotion and of neutral. Emotions no speaker qualifies for are left out."""
+    rows = utterance_features(data)
     usable = ~np.isnan(rows).any(axis=1)
+    names = data.info.emotions
+    neutral = names.index("neutral")
     out: dict[str, ProsodyStats] = {}
-    for name in dict.fromkeys(emotions.tolist()):
-        if name == "neutral":
+    for index, name in enumerate(names):
+        if index == neutral:
             continue
         relative = []
-        for speaker in np.unique(speakers):
-            mine = usable & (speakers == speaker)
-            emo, neu = mine & (emotions == name), mine & (emotions == "neutral")
+        for speaker in np.unique(data.speaker):
+            mine = usable & (data.speaker == speaker)
+            emo, neu = mine & (data.emotion == index), mine & (data.emotion == neutral)
             if emo.sum() >= min_clips and neu.sum() >= min_clips:
                 relative.append(rows[emo].mean(0) - rows[neu].mean(0))
         if relative:
-            out[name] = ProsodyStats.from_vector(np.mean(relative, axis=0), len(relative), space)
+            out[name] = ProsodyStats.from_vector(np.mean(relative, axis=0), len(relative))
     return out
-
-
-def data_prosody(data: AcousticSet, min_clips: int = 3) -> dict[str, ProsodyStats]:
-    """Emotion -> its clip features relative to neutral in `data` (PACKED space), averaged over speakers with >=
-    min_clips usable clips of that emotion and of neutral. Emotions no speaker qualifies for are left out."""
-    labels = np.asarray(data.info.emotions)[data.emotion]
-    measured = _relative_to_neutral(utterance_features(data), data.speaker, labels, min_clips, PACKED)
-    return {name: measured[name] for name in data.info.emotions if name in measured}
-
-
-def waveform_row(features: np.ndarray) -> np.ndarray:
-    """The judge extractor's absolute features [..., 10] in WAVEFORM form: the two spreads as logs."""
-    out = np.array(features, dtype=np.float64)
-    out[..., list(_LOG_COLUMNS)] = np.log(np.maximum(out[..., list(_LOG_COLUMNS)], 1e-6))
-    return out
-
-
-@dataclass(frozen=True)
-class CorpusSample:
-    """How many teacher clips per training speaker the WAVEFORM targets are measured on (seeded)."""
-
-    max_neutral: int = 12
-    max_other: int = 8
-    seed: int = 0
-    jobs: int = 2
-
-
-def corpus_prosody(
-    corpora: Sequence[Path], sample: CorpusSample = CorpusSample(), min_clips: int = 3
-) -> tuple[dict[str, ProsodyStats], int]:
-    """Emotion -> WAVEFORM features relative to neutral of teacher-corpus clips (recipes/corpus folders: a
-    manifest.jsonl beside the wavs), measured as the emotion judge measures, on a seeded sample of the training
-    speakers' clips (the judge's held-out teacher speakers are never read), averaged over speakers as
-    data_prosody. Also returns how many clips were measured."""
-    from rtvox.eval.judge_data import extract_corpus_features
-
-    rows, speakers, emotions = [], [], []
-    for corpus in corpora:
-        if not (corpus / "manifest.jsonl").is_file():
-            raise InputError(f"{corpus} is not a corpus folder: no manifest.jsonl (build one with recipes/corpus)")
-        feats = extract_corpus_features(
-            corpus,
-            max_neutral=sample.max_neutral,
-            max_other=sample.max_other,
-            seed=sample.seed,
-            jobs=sample.jobs,
-            include_heldout=False,
-        )
-        rows.append(waveform_row(feats.features))
-        speakers += feats.speakers
-        emotions += feats.emotions
-    if not speakers:
-        raise InputError(f"no usable training clips in {', '.join(map(str, corpora))}")
-    measured = _relative_to_neutral(
-        np.concatenate(rows), np.asarray(speakers), np.asarray(emotions), min_clips, WAVEFORM
-    )
-    return measured, len(speakers)
 
 
 # ---------------------------------------------------------------------------------------------- the model
@@ -294,42 +194,20 @@ class ModelRenderer:
     """Renders the calibration sentences through a Synthesizer's own pipeline with a given emotion label and prior
     entry, and measures FEATURES on the audio (per voice, averaged over sentences)."""
 
-    def __init__(
-        self, synth: Synthesizer, sentences: Sequence[str], voices: Sequence[str], space: FeatureSpace = PACKED
-    ) -> None:
+    def __init__(self, synth: Synthesizer, sentences: Sequence[str], voices: Sequence[str]) -> None:
         from rtvox.audio.mel import MelSpectrogram
-        from rtvox.eval.prosody import ProsodyExtractor
 
         if not isinstance(synth.bundle, ModelBundle):
             raise InputError("the emotion prosody prior is for the FastSpeech2 family; this model is autoregressive")
         self.synth = synth
         self.sentences = tuple(sentences)
         self.voices = tuple(voices)
-        self.space = space
         self.mel = MelSpectrogram()
-        self.extract = ProsodyExtractor()
-
-    def subset(self, voices: Sequence[str]) -> ModelRenderer:
-        """The same renderer over other voices (for a voice's own calibration)."""
-        return ModelRenderer(self.synth, self.sentences, voices, self.space)
-
-    def measure(self, audio: np.ndarray, text: str, phonemes: int) -> np.ndarray | None:
-        """One rendering's features in this renderer's space; None when it has too little voiced speech."""
-        from rtvox.audio.pitch import frame_f0
-
-        if self.space is WAVEFORM:
-            try:
-                return waveform_row(self.extract(audio, SAMPLE_RATE, text))
-            except ValueError:  # too short after trimming
-                return None
-        n_frames = audio.shape[0] // HOP_LENGTH
-        with torch.inference_mode():
-            log_mel = self.mel(torch.from_numpy(audio[: n_frames * HOP_LENGTH])[None])[0].double().numpy()
-        return clip_features(log_mel, frame_f0(audio, n_frames), phonemes)
 
     def features(self, emotion: str, shift: ProsodyShift) -> np.ndarray:
         """[voices, len(FEATURES)]: each voice's mean over the sentences of `emotion` rendered with `shift` (the
         emotion's prior entry at α = 1; a ProsodyShift() renders the learned conditioning alone)."""
+        from rtvox.audio.pitch import frame_f0
         from rtvox.runtime.steps import ChunkJob
         from rtvox.runtime.types import SynthesisRequest
 
@@ -340,7 +218,11 @@ class ModelRenderer:
                 prepared = self.synth.prepare(SynthesisRequest(text=text, voice=voice, emotion=emotion))
                 prepared = dataclasses.replace(prepared, prosody=shift.row(1.0), tilt=shift.tilt)
                 chunks = self.synth.run_step([ChunkJob(prepared, i) for i in range(len(prepared.chunks))])
-                row = self.measure(np.concatenate([c.audio for c in chunks]), text, prepared.phoneme_count)
+                audio = np.concatenate([c.audio for c in chunks])
+                n_frames = audio.shape[0] // HOP_LENGTH
+                with torch.inference_mode():
+                    log_mel = self.mel(torch.from_numpy(audio[: n_frames * HOP_LENGTH])[None])[0].double().numpy()
+                row = clip_features(log_mel, frame_f0(audio, n_frames), prepared.phoneme_count)
                 if row is not None:
                     rows.append(row)
             if not rows:
@@ -370,9 +252,8 @@ def calibrate(renderer: ModelRenderer, data: dict[str, ProsodyStats]) -> tuple[d
     prior entries and the measurements behind them (the model's own effect, the response matrix, the result)."""
     if not data:  # no emotional speech in the data: the identity prior, nothing to render
         return {}, {}
-    space = next(iter(data.values())).space
     neutral = renderer.features("neutral", ProsodyShift())  # [V, F]
-    k, m = len(KNOBS), list(space.matched)
+    k, m = len(KNOBS), list(MATCHED)
     # Each feature in units of its spread over the data's emotions, so dB and log-Hz weigh alike.
     scale = np.std([t.vector()[m] for t in data.values()], axis=0) + 1e-3 if len(data) > 1 else np.ones(len(m))
     response = np.zeros((len(m), k))  # d(feature i)/d(knob j), scaled
@@ -387,72 +268,21 @@ def calibrate(renderer: ModelRenderer, data: dict[str, ProsodyStats]) -> tuple[d
     result: dict[str, ProsodyStats] = {}
     for emotion, target in data.items():
         learned = (renderer.features(emotion, ProsodyShift()) - neutral).mean(0)
-        own[emotion] = ProsodyStats.from_vector(learned, len(renderer.voices), space)
+        own[emotion] = ProsodyStats.from_vector(learned, len(renderer.voices))
         want = target.vector()
-        duration = float(np.exp(want[space.rate] - learned[space.rate]))
+        duration = float(np.exp(want[RATE] - learned[RATE]))
         knobs = solve_bounded(response, (want - learned)[m] / scale, lo, hi)
         got = (renderer.features(emotion, _shift(knobs, duration)) - neutral).mean(0)
         knobs = solve_bounded(response, (want - got)[m] / scale + response @ knobs, lo, hi)  # one Newton step
         prior[emotion] = _shift(knobs, duration)
         final = (renderer.features(emotion, prior[emotion]) - neutral).mean(0)
-        result[emotion] = ProsodyStats.from_vector(final, len(renderer.voices), space)
+        result[emotion] = ProsodyStats.from_vector(final, len(renderer.voices))
     report = {
         "model_prosody": {e: s.to_dict() for e, s in own.items()},
         "with_prior": {e: s.to_dict() for e, s in result.items()},
         "response": {name: [round(float(x), 4) for x in response[:, j] * scale] for j, name in enumerate(KNOBS)},
     }
     return prior, report
-
-
-def calibrate_voices(
-    renderer: ModelRenderer, data: dict[str, ProsodyStats]
-) -> tuple[dict[str, dict[str, ProsodyShift]], dict[str, Any]]:
-    """Each voice of `renderer` calibrated on its own (its own response and learned effect): voice -> prior
-    entries, and voice -> what its renderings do with them (the matched features)."""
-    entries: dict[str, dict[str, ProsodyShift]] = {}
-    reached: dict[str, Any] = {}
-    for voice in renderer.voices:
-        entries[voice], report = calibrate(renderer.subset((voice,)), data)
-        reached[voice] = report.get("with_prior", {})
-    return entries, reached
-
-
-def prior_from_stats(
-    measured: dict[str, ProsodyStats],
-    synth: Synthesizer,
-    *,
-    source: dict[str, Any],
-    voices: Sequence[str] | None = None,
-    sentences: Sequence[str] = CALIBRATION_SENTENCES,
-    per_voice: bool = False,
-) -> EmotionProsody:
-    """The prior of `synth`'s model calibrated against data measurements (one space), with its provenance; with
-    `per_voice`, also each built-in voice's own entries (EmotionProsody.voices)."""
-    space = next(iter(measured.values())).space if measured else PACKED
-    voices = tuple(voices or synth.voices.builtin_names)
-    renderer = ModelRenderer(synth, sentences, voices, space)
-    prior, report = calibrate(renderer, measured)
-    own: dict[str, dict[str, ProsodyShift]] = {}
-    if per_voice and measured:
-        own, reached = calibrate_voices(renderer, measured)
-        report["voices_with_prior"] = reached
-    return EmotionProsody(
-        prior,
-        {
-            **source,
-            "method": "knobs solved through the model's measured response to match the data's per-emotion "
-            "clip features relative to neutral; rtvox.training.prosody_prior",
-            "feature_space": space.name,
-            "model_version": synth.bundle.config.version,
-            "pitch_bounds": synth.bundle.acoustic.variance.pitch_bounds
-            if isinstance(synth.bundle, ModelBundle)
-            else None,
-            "calibration": {"voices": list(voices), "sentences": len(sentences)},
-            "data_prosody": {e: s.to_dict() for e, s in measured.items()},
-            **report,
-        },
-        own,
-    )
 
 
 def compute_prior(
@@ -463,12 +293,28 @@ def compute_prior(
     min_clips: int = 3,
     voices: Sequence[str] | None = None,
     sentences: Sequence[str] = CALIBRATION_SENTENCES,
-    per_voice: bool = False,
 ) -> EmotionProsody:
-    """The calibrated prior of `synth`'s model from packed `data` (PACKED space)."""
+    """The calibrated prior of `synth`'s model from `data`, with its provenance and the measurements."""
     measured = data_prosody(data, min_clips=min_clips)
-    source = {**(source or {}), "utterances": len(data), "min_clips": min_clips}
-    return prior_from_stats(measured, synth, source=source, voices=voices, sentences=sentences, per_voice=per_voice)
+    voices = tuple(voices or synth.voices.builtin_names)
+    prior, report = calibrate(ModelRenderer(synth, sentences, voices), measured)
+    return EmotionProsody(
+        prior,
+        {
+            **(source or {}),
+            "method": "knobs solved through the model's measured response to match the data's per-emotion "
+            "clip features relative to neutral; rtvox.training.prosody_prior",
+            "model_version": synth.bundle.config.version,
+            "pitch_bounds": synth.bundle.acoustic.variance.pitch_bounds
+            if isinstance(synth.bundle, ModelBundle)
+            else None,
+            "utterances": len(data),
+            "min_clips": min_clips,
+            "calibration": {"voices": list(voices), "sentences": len(sentences)},
+            "data_prosody": {e: s.to_dict() for e, s in measured.items()},
+            **report,
+        },
+    )
 
 
 # The pitch bound: per emotion the PITCH_PERCENTILE-th lowest and highest voiced frame pitch (speaker z, as the
@@ -520,7 +366,7 @@ def write_prior(model_dir: Path, prior: EmotionProsody) -> ModelConfig:
     return _update_config(model_dir, lambda c: dataclasses.replace(c, emotion_prosody=prior))
 
 
-def prosody_prior_for(model_dir: Path, data: AcousticSet, data_dir: Path, per_voice: bool = False) -> EmotionProsody:
+def prosody_prior_for(model_dir: Path, data: AcousticSet, data_dir: Path) -> EmotionProsody:
     """Bound the model's pitch to the range of `data` (loaded from `data_dir`), then compute its prior under that
     bound from the same data and write both into `model_dir`'s config."""
     from rtvox.runtime.synthesizer import Synthesizer
@@ -528,38 +374,11 @@ def prosody_prior_for(model_dir: Path, data: AcousticSet, data_dir: Path, per_vo
     write_pitch_bounds(model_dir, pitch_bounds(data))
     synth = Synthesizer(model_dir, device="cpu")  # a prior already in config.json is not used: see ModelRenderer
     shards = sorted(p.name for p in data_dir.glob("acoustic-*.npz.xz"))
-    prior = compute_prior(data, synth, source={"data": str(data_dir), "shards": shards}, per_voice=per_voice)
+    prior = compute_prior(data, synth, source={"data": str(data_dir), "shards": shards})
     write_prior(model_dir, prior)
     return prior
 
 
-def prosody_prior_command(
-    model_dir: Path,
-    data_dir: Path | None = None,
-    corpora: Sequence[Path] = (),
-    sample: CorpusSample = CorpusSample(),
-    per_voice: bool = False,
-) -> EmotionProsody:
-    """`rtvox train prosody-prior`. With packed data only: bound the pitch to its range, then solve the prior in
-    PACKED space from it. With corpus folders: targets in WAVEFORM space from their wavs (the pitch bound is
-    recomputed when packed data is given too, else kept as config.json has it)."""
-    from rtvox.runtime.synthesizer import Synthesizer
-
-    if data_dir is None and not corpora:
-        raise InputError("give the packed training data (--data) or teacher corpus folders (--corpus), or both")
-    if not corpora:
-        assert data_dir is not None
-        return prosody_prior_for(model_dir, load_acoustic(data_dir), data_dir, per_voice=per_voice)
-    if data_dir is not None:
-        write_pitch_bounds(model_dir, pitch_bounds(load_acoustic(data_dir)))
-    measured, clips = corpus_prosody(corpora, sample)
-    synth = Synthesizer(model_dir, device="cpu")
-    source = {
-        "corpora": [str(c) for c in corpora],
-        "clips": clips,
-        "sampling": {"max_neutral": sample.max_neutral, "max_other": sample.max_other, "seed": sample.seed},
-        "pitch_bounds_from": str(data_dir) if data_dir is not None else "kept",
-    }
-    prior = prior_from_stats(measured, synth, source=source, per_voice=per_voice)
-    write_prior(model_dir, prior)
-    return prior
+def prosody_prior_command(data_dir: Path, model_dir: Path) -> EmotionProsody:
+    """`rtvox train prosody-prior`: load the packed data, compute, write."""
+    return prosody_prior_for(model_dir, load_acoustic(data_dir), data_dir)

@@ -161,21 +161,6 @@ def test_config_round_trip_and_rows(bundle_copy: Callable[[], Path]) -> None:
     assert bundle.config.to_dict()["emotion_prosody"]["source"] == {"data": "packed"}
 
 
-def test_a_voice_s_own_entries_replace_the_shared_ones_for_that_voice_only() -> None:
-    shared = {"pitch_shift": 0.4, "pitch_range": 1.21, "energy_shift": 0.2, "duration": 0.81, "tilt": -0.5}
-    mine = {"pitch_shift": 0.9, "pitch_range": 1.44, "energy_shift": 0.6, "duration": 0.64, "tilt": 1.0}
-    data = {"happy": shared, "voices": {"mei": {"happy": mine, "sad": {"energy_shift": -0.7}}}, "source": {"x": 1}}
-    prior = EmotionProsody.from_dict(data)
-    assert prior.row("happy", 1.0, "mei") == pytest.approx((0.9, 1.44, 0.6, 0.64))
-    assert prior.tilt("happy", 0.5, "mei") == pytest.approx(0.5)
-    assert prior.row("happy", 1.0, "jun") == pytest.approx((0.4, 1.21, 0.2, 0.81))
-    assert prior.row("happy", 1.0) == pytest.approx((0.4, 1.21, 0.2, 0.81))
-    assert prior.row("sad", 1.0, "mei") == pytest.approx((0.0, 1.0, -0.7, 1.0))
-    assert prior.row("sad", 1.0, "jun") == IDENTITY_ROW and prior.row("neutral", 1.0, "mei") == IDENTITY_ROW
-    again = EmotionProsody.from_dict(prior.to_dict())
-    assert again == prior and prior.to_dict()["voices"]["mei"]["sad"]["energy_shift"] == -0.7
-
-
 def test_bad_prior_entries_are_refused() -> None:
     from rtvox.errors import ModelError
 
@@ -183,10 +168,6 @@ def test_bad_prior_entries_are_refused() -> None:
         EmotionProsody.from_dict({"joyful": {"pitch_shift": 1.0}})
     with pytest.raises(ModelError, match="emotion_prosody"):
         EmotionProsody.from_dict({"happy": {"duration": -1.0}})
-    with pytest.raises(ModelError, match=r"emotion_prosody\.voices\['mei'\]\['joyful'\]"):
-        EmotionProsody.from_dict({"voices": {"mei": {"joyful": {"pitch_shift": 1.0}}}})
-    with pytest.raises(ModelError, match=r"emotion_prosody\.voices must be"):
-        EmotionProsody.from_dict({"voices": ["mei"]})
     with pytest.raises(ValueError):
         ProsodyShift(pitch_range=0.0)
 

@@ -46,29 +46,6 @@ def test_rows_by_request(prior_model: Path) -> None:
         assert prepared.prosody == IDENTITY_ROW and prepared.tilt == 0.0
 
 
-def test_a_builtin_voice_uses_its_own_entries_and_a_clip_the_shared_ones(runtime_model: Path, tmp_path: Path) -> None:
-    path = tmp_path / "tiny"
-    shutil.copytree(runtime_model, path)
-    synth = Synthesizer(path, device="cpu")
-    first, *rest = synth.voices.builtin_names
-    own = ProsodyShift(pitch_shift=1.1, pitch_range=1.2, energy_shift=0.5, duration=0.9, tilt=1.5)
-    write_prior(path, EmotionProsody({"happy": HAPPY}, {"data": "test"}, {first: {"happy": own}}))
-    synth = Synthesizer(path, device="cpu")
-    embedding = synth.voices.get(first).embedding
-
-    def prepared(**kw: object) -> tuple[tuple[float, ...], float]:
-        p = synth.prepare(SynthesisRequest(text=TEXT, emotion="happy", **kw))  # type: ignore[arg-type]
-        return p.prosody, p.tilt
-
-    assert prepared(voice=first) == (pytest.approx(own.row(1.0)), pytest.approx(1.5))
-    if synth.default_voice == first:
-        assert prepared() == (pytest.approx(own.row(1.0)), pytest.approx(1.5))
-    # the same timbre given as an embedding (a clip, a clone) is not the built-in voice: the shared entry
-    assert prepared(speaker_embedding=embedding) == (pytest.approx(HAPPY.row(1.0)), pytest.approx(0.8))
-    for other in rest:
-        assert prepared(voice=other) == (pytest.approx(HAPPY.row(1.0)), pytest.approx(0.8))
-
-
 def test_no_prior_means_the_same_audio_and_a_prior_changes_it(runtime_model: Path, prior_model: Path) -> None:
     plain = vary_durations(Synthesizer(runtime_model, device="cpu"))
     shaped = vary_durations(Synthesizer(prior_model, device="cpu"))
