@@ -128,6 +128,8 @@ def test_train_resume_export_and_speak(packed: Path, tmp_path: Path) -> None:
     assert train_acoustic(run)["step"] == 2
     run.max_steps = 3  # resumes from state.pt, not from step 0
     assert train_acoustic(run)["step"] == 3
+    progress = json.loads((tmp_path / "ac" / "snapshot" / "progress.json").read_text("utf-8"))
+    assert progress["speaker_ref"] == "neutral"  # the default: rows conditioned on another neutral clip
     voc = VocoderRun(packed, tmp_path / "voc", preset="vocos-tiny", device="cpu", max_steps=2, batch=2)
     assert train_vocoder(voc)["step"] == 2
     voices = tmp_path / "voices.json"
@@ -177,6 +179,9 @@ def test_train_cli_refuses_a_dropout_outside_0_1(packed: Path, tmp_path: Path) -
     result = CliRunner().invoke(app, [*args, "--dropout", "1.5", "--max-steps", "1"])
     assert result.exit_code != 0 and "--dropout" in result.output
     assert not (tmp_path / "r").exists()  # refused before anything was written
+    result = CliRunner().invoke(app, [*args, "--speaker-ref", "mine", "--max-steps", "1"])
+    assert result.exit_code == 2 and "--speaker-ref" in result.output and "neutral" in result.output
+    assert not (tmp_path / "r").exists()
 
 
 def test_vocoder_starts_from_a_snapshot_without_its_discriminator(packed: Path, tmp_path: Path) -> None:

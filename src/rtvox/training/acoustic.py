@@ -47,8 +47,10 @@ from rtvox.training.checkpoint import (
     save_state,
 )
 from rtvox.training.data import (
+    SPEAKER_REFS,
     AcousticSet,
     LengthBatcher,
+    NeutralReferences,
     collate_acoustic,
     describe,
     drop_ids,
@@ -93,6 +95,9 @@ class AcousticRun:
     # the first steps train the aligner alone (the other modules get no gradient): a fresh aligner beside a
     # trained acoustic model must learn its durations (flat start included) before the model trains on them
     aligner_only_steps: int = 0
+    # whose GE2E embedding conditions a row: "neutral" (another neutral clip of the speaker, as at inference:
+    # data.NeutralReferences) or "own" (the utterance's own, which carries its emotion; runs up to T11)
+    speaker_ref: str = "neutral"
     seed: int = 0
     device: str = "cuda"
     log_every: int = 100
@@ -219,8 +224,11 @@ def validate(
         m.eval()
     device = torch.device(run.device)
     total, count = 0.0, 0
+    references = NeutralReferences(data) if run.speaker_ref == "neutral" else None
+    rng = np.random.default_rng(run.seed)  # the same references at every validation
     for start in range(0, len(index), 16):
-        batch = collate_acoustic(data, index[start : start + 16], device)
+        rows = index[start : start + 16]
+        batch = collate_acoustic(data, rows, device, references.pick(rows, rng) if references is not None else None)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
             losses, _ = step_losses(modules, batch, 10**9, run, stats)
         total += float(losses["mel_post"]) * len(batch["ids"])
@@ -266,6 +274,9 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
     modules = build_modules(config, len(vocab))
     if run.prosody_norm not in ("speaker", "utterance"):
         raise ValueError(f"prosody_norm must be 'speaker' or 'utterance', got {run.prosody_norm!r}")
+    if run.speaker_ref not in SPEAKER_REFS:
+        raise ValueError(f"speaker_ref must be one of {', '.join(SPEAKER_REFS)}, got {run.speaker_ref!r}")
+    references = NeutralReferences(data) if run.speaker_ref == "neutral" else None
     stats = None
     if run.prosody_norm == "speaker":
         stats = torch.from_numpy(speaker_prosody_stats(data)).to(device)
@@ -274,6 +285,7 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
         "skip_symbols": list(run.skip_symbols),
         "prosody_norm": run.prosody_norm,
         "frame_position": run.frame_position,
+        "speaker_ref": run.speaker_ref,
     }
     progress: dict[str, Any] = {"step": 0, "seconds": 0.0, **identity}
     if run.init is not None and is_model_dir(run.init):
@@ -298,12 +310,19 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
     done = False
     cpu = torch.device("cpu")
     pool = ThreadPoolExecutor(max_workers=2)  # collates the next batches while the GPU runs this one
+    ref_rng = np.random.default_rng(run.seed + 7919 * (step + 1))  # references drawn here, in order, not in the pool
+
+    def submit(rows: np.ndarray) -> Any:
+        index = train_idx[rows]
+        refs = references.pick(index, ref_rng) if references is not None else None
+        return pool.submit(collate_acoustic, data, index, cpu, refs)
+
     while not done:
         batches = batcher.epoch()
-        pending = [pool.submit(collate_acoustic, data, train_idx[rows], cpu) for rows in batches[:2]]
+        pending = [submit(rows) for rows in batches[:2]]
         for i in range(len(batches)):
             if i + 2 < len(batches):
-                pending.append(pool.submit(collate_acoustic, data, train_idx[batches[i + 2]], cpu))
+                pending.append(submit(batches[i + 2]))
             batch = {k: v.to(device, non_blocking=True) for k, v in pending[i].result().items()}
             pending[i] = pending[i].__class__()  # drop the reference so the pinned batch can be freed
             losses, grad_norm = optimizer_step(

@@ -69,12 +69,20 @@ def acoustic(
     aligner_only_steps: Annotated[
         int, typer.Option("--aligner-only-steps", help="first steps that train the aligner alone", min=0)
     ] = 0,
+    speaker_ref: Annotated[
+        str,
+        typer.Option(
+            "--speaker-ref",
+            help="speaker embedding of a row: 'neutral' (another neutral clip of the speaker) or 'own' (runs to T11)",
+        ),
+    ] = "neutral",
     device: DeviceOpt = "cuda",
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """FastSpeech2 + aligner + emotion encoder/table, jointly (resumes from RUN_DIR/state.pt)."""
     from rtvox.text.vocab import Vocabulary
     from rtvox.training.acoustic import AcousticRun, train_acoustic
+    from rtvox.training.data import SPEAKER_REFS
 
     skip = tuple(s for s in (part.strip() for part in skip_symbols.split(",")) if s)
     vocab = Vocabulary.default()
@@ -82,6 +90,10 @@ def acoustic(
         raise typer.BadParameter(f"not phoneme symbols: {unknown}", param_hint="--skip-symbols")
     if dropout is not None and not 0.0 <= dropout < 1.0:
         raise typer.BadParameter(f"must be in [0, 1), not {dropout}", param_hint="--dropout")
+    if speaker_ref not in SPEAKER_REFS:
+        raise typer.BadParameter(
+            f"must be one of {', '.join(SPEAKER_REFS)}, not {speaker_ref!r}", param_hint="--speaker-ref"
+        )
 
     run = AcousticRun(
         data=data,
@@ -101,6 +113,7 @@ def acoustic(
         dropout=dropout,
         frame_position=frame_position,
         aligner_only_steps=aligner_only_steps,
+        speaker_ref=speaker_ref,
         device=device,
         seed=seed,
     )

@@ -1,0 +1,67 @@
+"""Neutral speaker references for acoustic training: each row is conditioned on another neutral clip of its
+speaker, so the emotion has to come from the label (training/data.NeutralReferences)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from rtvox.training.data import AcousticSet, NeutralReferences, PackInfo, collate_acoustic
+
+INFO = PackInfo(
+    speakers=["a", "b", "c"],
+    emotions=["neutral", "happy", "sad"],
+    mel_lo=-12.0,
+    mel_hi=4.0,
+    mel_levels=256,
+    f0_lo=50.0,
+    f0_hi=800.0,
+)
+# speaker a: 3 neutral + 2 happy; b: 1 neutral + 1 happy; c: no neutral clip, 2 sad
+SPEAKER = np.array([0, 0, 0, 0, 0, 1, 1, 2, 2])
+EMOTION = np.array([0, 0, 0, 1, 1, 0, 1, 2, 2])
+
+
+def _data() -> AcousticSet:
+    u, frames, phonemes = len(SPEAKER), 12, 4
+    return AcousticSet(
+        info=INFO,
+        ids=np.ones(u * phonemes, np.uint16),
+        mel=np.full((u * frames, 80), 100, np.uint8),
+        f0=np.zeros(u * frames, np.uint8),
+        ph_off=np.arange(u + 1) * phonemes,
+        mel_off=np.arange(u + 1) * frames,
+        ge2e=np.arange(u, dtype=np.float32)[:, None] * np.ones((1, 256), np.float32),  # row i's embedding is all i
+        speaker=SPEAKER,
+        emotion=EMOTION,
+        lang=np.zeros(u, np.int64),
+        utt=[f"u{i}" for i in range(u)],
+    )
+
+
+def test_every_row_gets_another_neutral_clip_of_its_speaker() -> None:
+    refs = NeutralReferences(_data())
+    rng = np.random.default_rng(0)
+    seen: dict[int, set[int]] = {i: set() for i in range(len(SPEAKER))}
+    for _ in range(200):
+        for i, r in zip(range(len(SPEAKER)), refs.pick(np.arange(len(SPEAKER)), rng), strict=True):
+            seen[i].add(int(r))
+    for i in range(5):  # speaker a: any of its neutral clips but the row itself
+        assert seen[i] == {0, 1, 2} - {i}
+    assert seen[5] == {5}  # b's only neutral clip has no other: itself
+    assert seen[6] == {5}  # b's happy clip: its neutral one
+    assert seen[7] == {7} and seen[8] == {8}  # c has no neutral clip: its own
+
+
+def test_references_are_seeded_and_reach_the_batch() -> None:
+    data = _data()
+    refs = NeutralReferences(data)
+    index = np.array([3, 4, 6, 0])
+    first = refs.pick(index, np.random.default_rng(5))
+    np.testing.assert_array_equal(first, refs.pick(index, np.random.default_rng(5)))
+    batch = collate_acoustic(data, index, torch.device("cpu"), first)
+    np.testing.assert_array_equal(batch["ge2e"][:, 0].numpy(), first.astype(np.float32))
+    own = collate_acoustic(data, index, torch.device("cpu"))
+    np.testing.assert_array_equal(own["ge2e"][:, 0].numpy(), index.astype(np.float32))
+    # labels stay the rows' own
+    np.testing.assert_array_equal(batch["emotion"].numpy(), EMOTION[index])
