@@ -146,8 +146,12 @@ def test_train_resume_export_and_speak(packed: Path, tmp_path: Path) -> None:
         assert all(d == 0 for p, d in zip(chunk.phonemes, chunk.durations, strict=True) if p in ("#1", "#2"))
         assert sum(chunk.durations) * 256 == chunk.audio.size
     # a new acoustic model can keep a shipped model's vocoder: the model directory stands in for the snapshot
-    again = export_bundle(tmp_path / "ac" / "snapshot", tmp_path / "m", packed, voices, tmp_path / "m2")
+    again = export_bundle(tmp_path / "ac" / "snapshot", tmp_path / "m", packed, voices, tmp_path / "m2", prior=False)
     assert again.config.vocoder == bundle.config.vocoder
+    # without the prior step the config carries no prior and no pitch bound (the learned conditioning alone)
+    assert bundle.config.emotion_prosody.source["data"] == str(packed)
+    assert again.config.emotion_prosody.source == {} and again.config.emotion_prosody.shifts == {}
+    assert again.acoustic.variance.pitch_bounds is None
     for (key, mine), theirs in zip(
         again.vocoder.state_dict().items(), bundle.vocoder.state_dict().values(), strict=True
     ):

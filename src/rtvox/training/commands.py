@@ -18,7 +18,9 @@ SnapOpt = Annotated[Path | None, typer.Option("--snapshot", help="where to write
 MinutesOpt = Annotated[float, typer.Option("--minutes", help="wall-clock budget of this run")]
 DeviceOpt = Annotated[str, typer.Option("--device")]
 # the exporters' shared options
-VocoderSnapOpt = Annotated[Path, typer.Option("--vocoder", help="snapshot folder of the vocoder")]
+VocoderSnapOpt = Annotated[
+    Path, typer.Option("--vocoder", help="snapshot folder of the vocoder, or a model directory whose vocoder to keep")
+]
 VoicesOpt = Annotated[Path, typer.Option("--voices", help="JSON: built-in voice names -> corpus speakers")]
 OutOpt = Annotated[Path, typer.Option("--out", help="the model directory to write")]
 NameOpt = Annotated[str, typer.Option("--name")]
@@ -235,12 +237,21 @@ def export(
     out: OutOpt,
     name: NameOpt = "rtvox-base",
     version: VersionOpt = "1.0.0",
+    prior: Annotated[
+        bool,
+        typer.Option(
+            "--prior/--no-prior",
+            help="compute the pitch bound and emotion prosody prior (--no-prior: the learned conditioning alone)",
+        ),
+    ] = True,
 ) -> None:
     """Build a model directory (fp16 safetensors, voices, config with the emotion prosody prior) from snapshots."""
     from rtvox.training.export import export_bundle
 
     with one_message():
-        bundle = export_bundle(acoustic_snapshot, vocoder_snapshot, data, voices, out, name=name, version=version)
+        bundle = export_bundle(
+            acoustic_snapshot, vocoder_snapshot, data, voices, out, name=name, version=version, prior=prior
+        )
     typer.echo(f"wrote {out} ({', '.join(bundle.voices)})")
 
 

@@ -87,6 +87,7 @@ def export_bundle(
     name: str = "rtvox-base",
     version: str = "1.0.0",
     model_card: str = "",
+    prior: bool = True,
 ) -> ModelBundle:
     progress = json.loads((acoustic_snapshot / "progress.json").read_text(encoding="utf-8"))
     vocoder_config, vocoder = load_vocoder_source(vocoder_snapshot)
@@ -115,5 +116,6 @@ def export_bundle(
         model_card=model_card,
     )
     bundle.save(out)
-    prosody_prior_for(out, data, data_dir)  # needs the saved directory: it calibrates against the model itself
+    if prior:  # needs the saved directory: it calibrates against the model itself
+        prosody_prior_for(out, data, data_dir)
     return ModelBundle.load(out)

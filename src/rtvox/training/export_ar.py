@@ -16,12 +16,11 @@ from rtvox.models.ar import ARDecoder
 from rtvox.models.ar_bundle import ARBundle, ARModelConfig
 from rtvox.models.codec import CodecConfig, MelCodec
 from rtvox.models.emotion import EmotionConfig, EmotionTable
-from rtvox.models.vocoder import build_vocoder, vocoder_preset
 from rtvox.text.vocab import Vocabulary
 from rtvox.training.ar import SKIP_SYMBOLS, ar_config
 from rtvox.training.checkpoint import PROGRESS_NAME, load_snapshot
 from rtvox.training.data import load_acoustic
-from rtvox.training.export import builtin_voices
+from rtvox.training.export import builtin_voices, load_vocoder_source
 
 
 def _progress(snapshot: Path, kind: str | None) -> dict[str, Any]:
@@ -58,8 +57,7 @@ def export_ar_bundle(
     gpt = ARDecoder(ar_config(ar_progress.get("preset", "base"), codec.config.n_codes))
     table = EmotionTable(EmotionConfig())
     load_snapshot(ar_snapshot, {"ar": gpt, "emotion_table": table})
-    vocoder = build_vocoder(vocoder_preset(_progress(vocoder_snapshot, None).get("preset", "vocos-small")))
-    load_snapshot(vocoder_snapshot, {"vocoder": vocoder})
+    vocoder_config, vocoder = load_vocoder_source(vocoder_snapshot)
     voices, meta, default = builtin_voices(load_acoustic(data_dir), voices_file)
     vocab = Vocabulary.default()
     config = ARModelConfig(
@@ -68,7 +66,7 @@ def export_ar_bundle(
         vocab_size=len(vocab),
         ar=gpt.config,
         codec=codec.config,
-        vocoder=vocoder.config,
+        vocoder=vocoder_config,
         emotion=table.config,
         default_voice=default,
         skip_symbols=SKIP_SYMBOLS,
