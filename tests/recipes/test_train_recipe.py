@@ -267,7 +267,7 @@ def test_ar_family_trainers_run_resume_and_snapshot(packed: Path, tmp_path: Path
     ar_run = ARRun(packed, tmp_path / "ar", codec=tmp_path / "codec" / "snapshot", **kw)  # type: ignore[arg-type]
     ar_run.max_steps, ar_run.batch_frames = 2, 2000
     progress = train_ar(ar_run)
-    assert progress["step"] == 2 and progress["n_codes"] == 32
+    assert progress["step"] == 2 and progress["n_codes"] == 32 and progress["speaker_ref"] == "neutral"
     assert progress["val_ce"] > 0 and 0 <= progress["val_accuracy"] <= 1 and progress["val_utterances"] >= 2
     ar_run.max_steps = 3
     assert train_ar(ar_run)["step"] == 3  # resumed from state.pt

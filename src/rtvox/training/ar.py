@@ -39,7 +39,15 @@ from rtvox.training.checkpoint import (
     save_snapshot,
     save_state,
 )
-from rtvox.training.data import AcousticSet, LengthBatcher, collate_acoustic, drop_ids, load_acoustic
+from rtvox.training.data import (
+    SPEAKER_REFS,
+    AcousticSet,
+    LengthBatcher,
+    NeutralReferences,
+    collate_acoustic,
+    drop_ids,
+    load_acoustic,
+)
 
 P_FREE_LENGTH = 0.3  # rows trained without a token count
 P_NO_EMOTION = 0.1
@@ -69,6 +77,9 @@ class ARRun:
     log_every: int = 100
     save_every_min: float = 2.0
     val_share: float = VAL_SHARE  # share of sentences held out (held_out_sentences)
+    # the GPT's speaker input: another neutral clip of the speaker ("neutral", data.NeutralReferences) or the
+    # utterance's own embedding ("own", which carries its emotion; the codec always uses its own)
+    speaker_ref: str = "neutral"
 
 
 def _lr(step: int, run: ARRun) -> float:
@@ -216,6 +227,8 @@ def train_codec(run: ARRun) -> dict[str, Any]:
 def train_ar(run: ARRun) -> dict[str, Any]:
     if run.codec is None:
         raise ValueError("rtvox train ar needs --codec: the snapshot of a trained codec (rtvox train codec)")
+    if run.speaker_ref not in SPEAKER_REFS:
+        raise ValueError(f"speaker_ref must be one of {', '.join(SPEAKER_REFS)}, got {run.speaker_ref!r}")
     torch.manual_seed(run.seed)
     device = torch.device(run.device)
     data = _data(run)
@@ -232,9 +245,15 @@ def train_ar(run: ARRun) -> dict[str, Any]:
     def batches() -> list[np.ndarray]:
         return [train_rows[b] for b in batcher.epoch()]
 
+    references = NeutralReferences(data) if run.speaker_ref == "neutral" else None
+    ref_rng = np.random.default_rng(run.seed + 1)
+
     def losses_of(rows: np.ndarray, step: int, held_out: bool = False) -> dict[str, Tensor]:
         """Teacher-forced loss; `held_out` scores as inference asks: every row with its token count and emotion."""
-        batch = {k: v.to(device) for k, v in collate_acoustic(data, rows, torch.device("cpu")).items()}
+        refs = None
+        if references is not None:  # scoring draws the same references every time
+            refs = references.pick(rows, np.random.default_rng(run.seed) if held_out else ref_rng)
+        batch = {k: v.to(device) for k, v in collate_acoustic(data, rows, torch.device("cpu"), refs).items()}
         t = batch["mel"].shape[2] // ds * ds
         with torch.no_grad():
             codes = codec.encode(batch["mel"][:, :, :t])  # [B, M]
@@ -267,6 +286,12 @@ def train_ar(run: ARRun) -> dict[str, Any]:
             ce, acc, tokens = ce + float(out["ce"]) * n, acc + float(out["accuracy"]) * n, tokens + n
         return {"ce": ce / max(tokens, 1), "accuracy": acc / max(tokens, 1), "utterances": float(len(val_rows))}
 
-    identity = {"preset": run.preset, "kind": "ar", "n_codes": config.n_codes, "codec": str(run.codec)}
+    identity = {
+        "preset": run.preset,
+        "kind": "ar",
+        "n_codes": config.n_codes,
+        "codec": str(run.codec),
+        "speaker_ref": run.speaker_ref,
+    }
     modules = {"ar": gpt, "emotion_table": table}
     return _loop(run, modules, batches, losses_of, identity, validate if len(val_rows) else None)

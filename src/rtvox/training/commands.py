@@ -22,6 +22,24 @@ VocoderSnapOpt = Annotated[
     Path, typer.Option("--vocoder", help="snapshot folder of the vocoder, or a model directory whose vocoder to keep")
 ]
 VoicesOpt = Annotated[Path, typer.Option("--voices", help="JSON: built-in voice names -> corpus speakers")]
+SpeakerRefOpt = Annotated[
+    str,
+    typer.Option(
+        "--speaker-ref",
+        help="speaker embedding of a row: 'neutral' (another neutral clip of the speaker) or 'own' (runs to T11)",
+    ),
+]
+
+
+def _speaker_ref(value: str) -> str:
+    """The --speaker-ref value, checked before any data loads."""
+    from rtvox.training.data import SPEAKER_REFS
+
+    if value not in SPEAKER_REFS:
+        raise typer.BadParameter(f"must be one of {', '.join(SPEAKER_REFS)}, not {value!r}", param_hint="--speaker-ref")
+    return value
+
+
 OutOpt = Annotated[Path, typer.Option("--out", help="the model directory to write")]
 NameOpt = Annotated[str, typer.Option("--name")]
 VersionOpt = Annotated[str, typer.Option("--version")]
@@ -71,20 +89,13 @@ def acoustic(
     aligner_only_steps: Annotated[
         int, typer.Option("--aligner-only-steps", help="first steps that train the aligner alone", min=0)
     ] = 0,
-    speaker_ref: Annotated[
-        str,
-        typer.Option(
-            "--speaker-ref",
-            help="speaker embedding of a row: 'neutral' (another neutral clip of the speaker) or 'own' (runs to T11)",
-        ),
-    ] = "neutral",
+    speaker_ref: SpeakerRefOpt = "neutral",
     device: DeviceOpt = "cuda",
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """FastSpeech2 + aligner + emotion encoder/table, jointly (resumes from RUN_DIR/state.pt)."""
     from rtvox.text.vocab import Vocabulary
     from rtvox.training.acoustic import AcousticRun, train_acoustic
-    from rtvox.training.data import SPEAKER_REFS
 
     skip = tuple(s for s in (part.strip() for part in skip_symbols.split(",")) if s)
     vocab = Vocabulary.default()
@@ -92,10 +103,7 @@ def acoustic(
         raise typer.BadParameter(f"not phoneme symbols: {unknown}", param_hint="--skip-symbols")
     if dropout is not None and not 0.0 <= dropout < 1.0:
         raise typer.BadParameter(f"must be in [0, 1), not {dropout}", param_hint="--dropout")
-    if speaker_ref not in SPEAKER_REFS:
-        raise typer.BadParameter(
-            f"must be one of {', '.join(SPEAKER_REFS)}, not {speaker_ref!r}", param_hint="--speaker-ref"
-        )
+    speaker_ref = _speaker_ref(speaker_ref)
 
     run = AcousticRun(
         data=data,
@@ -204,11 +212,14 @@ def ar(
     max_steps: Annotated[int, typer.Option("--max-steps")] = 1_000_000,
     batch_frames: Annotated[int, typer.Option("--batch-frames")] = 24_000,
     lr: Annotated[float, typer.Option("--lr")] = 3e-4,
+    speaker_ref: SpeakerRefOpt = "neutral",
     device: DeviceOpt = "cuda",
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """The AR family's GPT decoder over the codec's tokens (resumes from RUN_DIR/state.pt)."""
     from rtvox.training.ar import ARRun, train_ar
+
+    speaker_ref = _speaker_ref(speaker_ref)
 
     with one_message():
         train_ar(
@@ -222,6 +233,7 @@ def ar(
                 max_steps=max_steps,
                 batch_frames=batch_frames,
                 lr=lr,
+                speaker_ref=speaker_ref,
                 device=device,
                 seed=seed,
             )
