@@ -12,7 +12,7 @@ import pytest
 
 from rtvox.models.bundle import ModelBundle
 from rtvox.models.prosody import EmotionProsody, ProsodyShift
-from rtvox.training.data import AcousticSet, PackInfo
+from rtvox.training.data import AcousticSet
 from rtvox.training.prosody_prior import (
     FEATURES,
     KNOB_LIMITS,
@@ -25,15 +25,9 @@ from rtvox.training.prosody_prior import (
     write_prior,
 )
 
-INFO = PackInfo(
-    speakers=["a", "b", "c"],
-    emotions=["neutral", "happy", "sad"],
-    mel_lo=-12.0,
-    mel_hi=4.0,
-    mel_levels=256,
-    f0_lo=50.0,
-    f0_hi=800.0,
-)
+from .conftest import PACK_INFO
+
+INFO = PACK_INFO
 # What each emotion does relative to neutral: log-F0 shift, pitch range ratio, level (nats on every band),
 # spectral tilt (nats over the band axis), frames ratio.
 TRUE = {"happy": (0.12, 1.4, 0.3, 0.6, 0.8), "sad": (-0.08, 0.6, -0.4, -0.9, 1.25)}

@@ -6,17 +6,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from rtvox.training.data import AcousticSet, NeutralReferences, PackInfo, collate_acoustic
+from rtvox.training.data import AcousticSet, NeutralReferences, collate_acoustic
 
-INFO = PackInfo(
-    speakers=["a", "b", "c"],
-    emotions=["neutral", "happy", "sad"],
-    mel_lo=-12.0,
-    mel_hi=4.0,
-    mel_levels=256,
-    f0_lo=50.0,
-    f0_hi=800.0,
-)
+from .conftest import PACK_INFO
+
+INFO = PACK_INFO
 # speaker a: 3 neutral + 2 happy; b: 1 neutral + 1 happy; c: no neutral clip, 2 sad
 SPEAKER = np.array([0, 0, 0, 0, 0, 1, 1, 2, 2])
 EMOTION = np.array([0, 0, 0, 1, 1, 0, 1, 2, 2])
