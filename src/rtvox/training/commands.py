@@ -22,6 +22,10 @@ VocoderSnapOpt = Annotated[
     Path, typer.Option("--vocoder", help="snapshot folder of the vocoder, or a model directory whose vocoder to keep")
 ]
 VoicesOpt = Annotated[Path, typer.Option("--voices", help="JSON: built-in voice names -> corpus speakers")]
+OutOpt = Annotated[Path, typer.Option("--out", help="the model directory to write")]
+NameOpt = Annotated[str, typer.Option("--name")]
+VersionOpt = Annotated[str, typer.Option("--version")]
+# the trainers' shared option
 SpeakerRefOpt = Annotated[
     str,
     typer.Option(
@@ -38,11 +42,6 @@ def _speaker_ref(value: str) -> str:
     if value not in SPEAKER_REFS:
         raise typer.BadParameter(f"must be one of {', '.join(SPEAKER_REFS)}, not {value!r}", param_hint="--speaker-ref")
     return value
-
-
-OutOpt = Annotated[Path, typer.Option("--out", help="the model directory to write")]
-NameOpt = Annotated[str, typer.Option("--name")]
-VersionOpt = Annotated[str, typer.Option("--version")]
 
 
 @train_app.command("acoustic")
