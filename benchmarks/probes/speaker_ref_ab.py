@@ -28,7 +28,14 @@ from rtvox.models.emotion import fuse_condition
 from rtvox.text.vocab import Vocabulary
 from rtvox.training.acoustic import AcousticRun, build_modules, run_config
 from rtvox.training.checkpoint import load_snapshot
-from rtvox.training.data import AcousticSet, drop_ids, frame_log_f0, load_acoustic, speaker_prosody_stats
+from rtvox.training.data import (
+    AcousticSet,
+    drop_ids,
+    frame_energy,
+    frame_log_f0,
+    load_acoustic,
+    speaker_prosody_stats,
+)
 from rtvox.training.export import speaker_means
 
 QUANTITIES = ("pitch_z", "energy_z", "log_frames_per_phoneme")
@@ -36,8 +43,7 @@ QUANTITIES = ("pitch_z", "energy_z", "log_frames_per_phoneme")
 
 def data_shifts(data: AcousticSet) -> dict[str, dict[str, float]]:
     stats = speaker_prosody_stats(data)
-    scale = (data.info.mel_hi - data.info.mel_lo) / (data.info.mel_levels - 1)
-    energy = data.mel.mean(axis=1, dtype=np.float64) * scale + data.info.mel_lo
+    energy = frame_energy(data)
     log_f0, voiced = frame_log_f0(data)
     rows = np.full((len(data), 3), np.nan)
     for u in range(len(data)):

@@ -47,7 +47,6 @@ from rtvox.training.checkpoint import (
     save_state,
 )
 from rtvox.training.data import (
-    SPEAKER_REFS,
     AcousticSet,
     LengthBatcher,
     NeutralReferences,
@@ -56,6 +55,7 @@ from rtvox.training.data import (
     drop_ids,
     load_acoustic,
     speaker_prosody_stats,
+    speaker_references,
 )
 
 P_ENCODER_EMOTION = 0.3  # share of rows conditioned on the emotion encoder's embedding of the clip itself
@@ -219,12 +219,13 @@ def validate(
     index: np.ndarray,
     run: AcousticRun,
     stats: Tensor | None = None,
+    references: NeutralReferences | None = None,
 ) -> float:
+    """Post-net mel L1 over `index`, each row conditioned as in training (`references`: the run's neutral ones)."""
     for m in modules.values():
         m.eval()
     device = torch.device(run.device)
     total, count = 0.0, 0
-    references = NeutralReferences(data) if run.speaker_ref == "neutral" else None
     rng = np.random.default_rng(run.seed)  # the same references at every validation
     for start in range(0, len(index), 16):
         rows = index[start : start + 16]
@@ -274,9 +275,7 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
     modules = build_modules(config, len(vocab))
     if run.prosody_norm not in ("speaker", "utterance"):
         raise ValueError(f"prosody_norm must be 'speaker' or 'utterance', got {run.prosody_norm!r}")
-    if run.speaker_ref not in SPEAKER_REFS:
-        raise ValueError(f"speaker_ref must be one of {', '.join(SPEAKER_REFS)}, got {run.speaker_ref!r}")
-    references = NeutralReferences(data) if run.speaker_ref == "neutral" else None
+    references = speaker_references(data, run.speaker_ref)
     stats = None
     if run.prosody_norm == "speaker":
         stats = torch.from_numpy(speaker_prosody_stats(data)).to(device)
@@ -341,7 +340,7 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
                 done = True
                 break
     pool.shutdown(wait=False, cancel_futures=True)
-    progress["val_mel_l1"] = round(validate(modules, data, val_idx, run, stats), 4)
+    progress["val_mel_l1"] = round(validate(modules, data, val_idx, run, stats, references), 4)
     progress["seconds"] = seconds0 + time.monotonic() - t0
     save_state(run.run_dir, modules, {"opt": opt}, progress)
     save_snapshot(run.snapshot or run.run_dir / "snapshot", modules, progress)

@@ -40,13 +40,12 @@ from rtvox.training.checkpoint import (
     save_state,
 )
 from rtvox.training.data import (
-    SPEAKER_REFS,
     AcousticSet,
     LengthBatcher,
-    NeutralReferences,
     collate_acoustic,
     drop_ids,
     load_acoustic,
+    speaker_references,
 )
 
 P_FREE_LENGTH = 0.3  # rows trained without a token count
@@ -227,8 +226,6 @@ def train_codec(run: ARRun) -> dict[str, Any]:
 def train_ar(run: ARRun) -> dict[str, Any]:
     if run.codec is None:
         raise ValueError("rtvox train ar needs --codec: the snapshot of a trained codec (rtvox train codec)")
-    if run.speaker_ref not in SPEAKER_REFS:
-        raise ValueError(f"speaker_ref must be one of {', '.join(SPEAKER_REFS)}, got {run.speaker_ref!r}")
     torch.manual_seed(run.seed)
     device = torch.device(run.device)
     data = _data(run)
@@ -245,7 +242,7 @@ def train_ar(run: ARRun) -> dict[str, Any]:
     def batches() -> list[np.ndarray]:
         return [train_rows[b] for b in batcher.epoch()]
 
-    references = NeutralReferences(data) if run.speaker_ref == "neutral" else None
+    references = speaker_references(data, run.speaker_ref)
     ref_rng = np.random.default_rng(run.seed + 1)
 
     def losses_of(rows: np.ndarray, step: int, held_out: bool = False) -> dict[str, Tensor]:

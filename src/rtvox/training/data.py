@@ -136,12 +136,17 @@ def frame_log_f0(data: AcousticSet) -> tuple[np.ndarray, np.ndarray]:
     return lo + (data.f0.astype(np.float64) - 1) / 254 * (hi - lo), data.f0 > 0
 
 
+def frame_energy(data: AcousticSet) -> np.ndarray:
+    """The energy of every frame as the trainer's targets take it: the mean of its log-mel bands, float64 [Σ T]."""
+    scale = (data.info.mel_hi - data.info.mel_lo) / (data.info.mel_levels - 1)
+    return data.mel.mean(axis=1, dtype=np.float64) * scale + data.info.mel_lo
+
+
 def speaker_prosody_stats(data: AcousticSet) -> np.ndarray:
     """Per speaker id: (mean, std) of voiced log F0 and (mean, std) of frame energy (mean log-mel), over all
     of that speaker's utterances (every emotion): float32 [n_speakers, 4]. Pitch and energy targets normalized
     by these keep what an emotion does to the level and range of a voice, which per-utterance z-scores erase."""
-    scale = (data.info.mel_hi - data.info.mel_lo) / (data.info.mel_levels - 1)
-    energy = data.mel.mean(axis=1, dtype=np.float64) * scale + data.info.mel_lo  # [Σ T]
+    energy = frame_energy(data)
     log_f0, voiced = frame_log_f0(data)
     frame_speaker = np.repeat(data.speaker, np.diff(data.mel_off))
     n = int(data.speaker.max()) + 1 if len(data.speaker) else 0
@@ -220,6 +225,13 @@ class NeutralReferences:
                 choice = pool[rng.integers(pool.size)]
             out[row] = choice
         return out
+
+
+def speaker_references(data: AcousticSet, mode: str) -> NeutralReferences | None:
+    """The trainers' --speaker-ref: NeutralReferences for "neutral", None (each row's own embedding) for "own"."""
+    if mode not in SPEAKER_REFS:
+        raise ValueError(f"speaker_ref must be one of {', '.join(SPEAKER_REFS)}, got {mode!r}")
+    return NeutralReferences(data) if mode == "neutral" else None
 
 
 def collate_acoustic(
