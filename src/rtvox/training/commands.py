@@ -30,7 +30,8 @@ SpeakerRefOpt = Annotated[
     str,
     typer.Option(
         "--speaker-ref",
-        help="speaker embedding of a row: 'neutral' (another neutral clip of the speaker) or 'own' (runs to T11)",
+        help="speaker embedding of a row: 'neutral' (another neutral clip of the speaker), 'neutral-own' (neutral rows"
+        " their own, emotional rows another neutral clip) or 'own' (runs to T11)",
     ),
 ]
 

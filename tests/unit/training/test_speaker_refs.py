@@ -4,9 +4,10 @@ speaker, so the emotion has to come from the label (training/data.NeutralReferen
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
-from rtvox.training.data import AcousticSet, NeutralReferences, collate_acoustic
+from rtvox.training.data import AcousticSet, NeutralReferences, collate_acoustic, speaker_references
 
 from .conftest import PACK_INFO
 
@@ -59,3 +60,22 @@ def test_references_are_seeded_and_reach_the_batch() -> None:
     np.testing.assert_array_equal(own["ge2e"][:, 0].numpy(), index.astype(np.float32))
     # labels stay the rows' own
     np.testing.assert_array_equal(batch["emotion"].numpy(), EMOTION[index])
+
+
+def test_neutral_own_keeps_neutral_rows_and_swaps_emotional_ones() -> None:
+    refs = speaker_references(_data(), "neutral-own")
+    assert refs is not None
+    rng = np.random.default_rng(1)
+    rows = np.arange(len(SPEAKER))
+    seen: dict[int, set[int]] = {i: set() for i in rows}
+    for _ in range(200):
+        for i, r in zip(rows, refs.pick(rows, rng), strict=True):
+            seen[int(i)].add(int(r))
+    for i in (0, 1, 2, 5):  # neutral rows: their own clip, always
+        assert seen[i] == {i}
+    assert seen[3] == seen[4] == {0, 1, 2}  # a's happy rows: any of a's neutral clips
+    assert seen[6] == {5}
+    assert seen[7] == {7} and seen[8] == {8}  # c has no neutral clip: its own
+    assert speaker_references(_data(), "own") is None
+    with pytest.raises(ValueError, match="speaker_ref must be one of own, neutral, neutral-own"):
+        speaker_references(_data(), "mine")
