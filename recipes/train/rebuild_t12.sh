@@ -8,8 +8,9 @@
 #
 # Then, device calls back to back (models/rtvox-small moved out of the tree for them, 64 MiB carried per call):
 #   bash recipes/train/gpu.sh upload .gpu/U1 ... (one call per .gpu/U<k>, carry [".gpu/U<k>"]; the last part is
-#   init/acoustic = the shipped model's acoustic and emotion weights: a warm start whose aligner starts fresh, as
-#   run T10 did), then the training calls of recipes/train/README.md (carry [".gpu/none"]).
+#   init/acoustic = the shipped model's acoustic and emotion weights beside the aligner of run T12c, committed in
+#   recipes/train/aligner-t12c, at T11's last step: recipes.train.compose_init), then the training calls of
+#   recipes/train/README.md (carry [".gpu/none"]).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 W=${1:-/work}
@@ -51,7 +52,8 @@ for shard in "$W"/packed-v6/acoustic-*.npz.xz; do
 done
 for ((k = 1; k <= part; k++)); do cp "$W/packed-v6/pack.json" ".gpu/U$k/"; done
 init=".gpu/U$((part + 1))/init/acoustic"
-mkdir -p "$init"
-cp models/rtvox-small/config.json models/rtvox-small/acoustic*.safetensors models/rtvox-small/emotion.safetensors "$init/"
+rm -rf "$init"
+.venv/bin/python -m recipes.train.compose_init --model models/rtvox-small --aligner recipes/train/aligner-t12c \
+  --step 25291 --out "$init"
 cp "$W/packed-v6/pack.json" ".gpu/U$((part + 1))/"
 du -sh .gpu/U*
