@@ -186,6 +186,11 @@ def test_train_cli_refuses_a_dropout_outside_0_1(packed: Path, tmp_path: Path) -
     result = CliRunner().invoke(app, [*args, "--speaker-ref", "mine", "--max-steps", "1"])
     assert result.exit_code == 2 and "--speaker-ref" in result.output and "neutral" in result.output
     assert not (tmp_path / "r").exists()
+    result = CliRunner().invoke(app, [*args, "--train-only", "decoder", "--max-steps", "1"])
+    assert result.exit_code == 2 and "--train-only" in result.output and "emotion" in result.output
+    result = CliRunner().invoke(app, [*args, "--train-only", "emotion", "--aligner-only-steps", "5"])
+    assert result.exit_code == 2 and "aligner" in result.output
+    assert not (tmp_path / "r").exists()
 
 
 def test_vocoder_starts_from_a_snapshot_without_its_discriminator(packed: Path, tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from rtvox.constants import SPEAKER_EMBED_DIM
 from rtvox.models.acoustic import AcousticModel, acoustic_losses
 from rtvox.models.bundle import ModelConfig, load_weights
 from rtvox.models.emotion import EmotionEncoder, EmotionTable, fuse_condition
@@ -98,6 +99,10 @@ class AcousticRun:
     # whose GE2E embedding conditions a row: "neutral" (another neutral clip of the speaker, as at inference:
     # data.NeutralReferences) or "own" (the utterance's own, which carries its emotion; runs up to T11)
     speaker_ref: str = "neutral"
+    # which weights learn: "all", or "emotion" (the emotion encoder and table, and the emotion half of every
+    # layer that reads the condition vector; the speaker half, the rest of the acoustic model and the aligner
+    # stay as loaded): teaches the label what the speaker input carried without moving how a voice is rendered
+    train_only: str = "all"
     seed: int = 0
     device: str = "cuda"
     log_every: int = 100
@@ -120,6 +125,57 @@ def run_config(run: AcousticRun, vocab_size: int) -> ModelConfig:
 
 # Layers a snapshot may lack because the run adds them (they start as initialized: zero, so the model is unchanged)
 NEW_LAYERS = frozenset({"acoustic.frame_pos."})
+
+
+TRAIN_ONLY = ("all", "emotion")
+
+
+@dataclass
+class Trainable:
+    """The parameters one run optimizes, and the frozen slices inside them that `restore` puts back after a step
+    (the optimizer's weight decay and any stale moments would otherwise move them)."""
+
+    params: list[Tensor]
+    frozen: list[tuple[Tensor, Any, Tensor]]  # (parameter, index, the values it must keep)
+
+    @torch.no_grad()
+    def restore(self) -> None:
+        for param, index, values in self.frozen:
+            param[index] = values
+
+
+def trainable(modules: dict[str, torch.nn.Module], train_only: str, speaker_dim: int) -> Trainable:
+    """What a run with `train_only` optimizes (see AcousticRun.train_only); the rest gets requires_grad False."""
+    if train_only not in TRAIN_ONLY:
+        raise ValueError(f"train_only must be one of {', '.join(TRAIN_ONLY)}, got {train_only!r}")
+    if train_only == "all":
+        return Trainable([p for m in modules.values() for p in m.parameters()], [])
+    for m in modules.values():
+        m.requires_grad_(False)
+    params: list[Tensor] = []
+    for name in ("emotion_encoder", "emotion_table"):
+        modules[name].requires_grad_(True)
+        params += list(modules[name].parameters())
+    model = modules["acoustic"]
+    assert isinstance(model, AcousticModel)
+    frozen: list[tuple[Tensor, Any, Tensor]] = []
+    for layer in model.modules():
+        if isinstance(layer, torch.nn.Linear) and layer.in_features == model.config.cond_dim:
+            # cond = speaker ⊕ α·emotion (fuse_condition): columns [:speaker_dim] read the speaker, the bias both
+            layer.weight.requires_grad_(True)
+            index = (slice(None), slice(0, speaker_dim))
+            frozen.append((layer.weight, index, layer.weight.detach()[index].clone()))
+            layer.weight.register_hook(functools.partial(_zero_columns, stop=speaker_dim))
+            params.append(layer.weight)
+    if not frozen:
+        raise ValueError("--train-only emotion: the acoustic model has no layer that reads the condition vector")
+    return Trainable(params, frozen)
+
+
+def _zero_columns(grad: Tensor, stop: int) -> Tensor:
+    grad = grad.clone()
+    grad[:, :stop] = 0
+    return grad
 
 
 def build_modules(config: ModelConfig, vocab_size: int) -> dict[str, torch.nn.Module]:
@@ -285,6 +341,7 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
         "prosody_norm": run.prosody_norm,
         "frame_position": run.frame_position,
         "speaker_ref": run.speaker_ref,
+        "train_only": run.train_only,
     }
     progress: dict[str, Any] = {"step": 0, "seconds": 0.0, **identity}
     if run.init is not None and is_model_dir(run.init):
@@ -294,7 +351,10 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
         progress.update(load_snapshot(run.init, modules, new_layers=NEW_LAYERS))
     for m in modules.values():
         m.to(device).train()
-    params = [p for m in modules.values() for p in m.parameters()]
+    if run.train_only != "all" and run.aligner_only_steps:
+        raise ValueError("aligner-only steps train the aligner, which --train-only emotion keeps frozen")
+    learn = trainable(modules, run.train_only, SPEAKER_EMBED_DIM)
+    params = learn.params
     opt = torch.optim.AdamW(params, lr=run.lr, betas=(0.9, 0.98), weight_decay=0.01)
     resumed = load_state(run.run_dir, modules, {"opt": opt})
     if resumed is not None:
@@ -327,6 +387,7 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
             losses, grad_norm = optimizer_step(
                 opt, params, _lr(step, run), device, functools.partial(train_losses, modules, batch, step, run, stats)
             )
+            learn.restore()
             step += 1
             elapsed = time.monotonic() - t0
             if step % run.log_every == 0:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ def log_step(run_dir: Path, losses: dict[str, Any], extra: dict[str, Any]) -> No
 
 def optimizer_step(
     opt: torch.optim.Optimizer,
-    params: list[nn.Parameter],
+    params: Sequence[torch.Tensor],
     lr: float,
     device: torch.device,
     compute: Callable[[], dict[str, torch.Tensor]],

@@ -90,6 +90,14 @@ def acoustic(
         int, typer.Option("--aligner-only-steps", help="first steps that train the aligner alone", min=0)
     ] = 0,
     speaker_ref: SpeakerRefOpt = "neutral",
+    train_only: Annotated[
+        str,
+        typer.Option(
+            "--train-only",
+            help="'all' (default) or 'emotion': only the emotion encoder, table and the emotion half of the layers"
+            " that read the condition (a warm start's voices and text rendering stay as they are)",
+        ),
+    ] = "all",
     device: DeviceOpt = "cuda",
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
@@ -104,6 +112,13 @@ def acoustic(
     if dropout is not None and not 0.0 <= dropout < 1.0:
         raise typer.BadParameter(f"must be in [0, 1), not {dropout}", param_hint="--dropout")
     speaker_ref = _speaker_ref(speaker_ref)
+    from rtvox.training.acoustic import TRAIN_ONLY
+
+    if train_only not in TRAIN_ONLY:
+        hint = "--train-only"
+        raise typer.BadParameter(f"must be one of {', '.join(TRAIN_ONLY)}, not {train_only!r}", param_hint=hint)
+    if train_only != "all" and aligner_only_steps:
+        raise typer.BadParameter("aligner-only steps train the aligner, which stays frozen", param_hint="--train-only")
 
     run = AcousticRun(
         data=data,
@@ -124,6 +139,7 @@ def acoustic(
         frame_position=frame_position,
         aligner_only_steps=aligner_only_steps,
         speaker_ref=speaker_ref,
+        train_only=train_only,
         device=device,
         seed=seed,
     )
