@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from rtvox.constants import SPEAKER_EMBED_DIM
+from rtvox.constants import EMOTIONS, SPEAKER_EMBED_DIM
 from rtvox.models.acoustic import AcousticModel, acoustic_losses
 from rtvox.models.bundle import ModelConfig, load_weights
 from rtvox.models.emotion import EmotionEncoder, EmotionTable, fuse_condition
@@ -101,7 +101,8 @@ class AcousticRun:
     speaker_ref: str = "neutral"
     # which weights learn: "all", or "emotion" (the emotion encoder and table, and the emotion half of every
     # layer that reads the condition vector; the speaker half, the rest of the acoustic model and the aligner
-    # stay as loaded): teaches the label what the speaker input carried without moving how a voice is rendered
+    # stay as loaded): teaches the label what the speaker input carried without moving how a voice is rendered;
+    # "emotion-fixed-neutral" also keeps the neutral row and every layer's response to it (Trainable.restore)
     train_only: str = "all"
     seed: int = 0
     device: str = "cuda"
@@ -127,21 +128,29 @@ def run_config(run: AcousticRun, vocab_size: int) -> ModelConfig:
 NEW_LAYERS = frozenset({"acoustic.frame_pos."})
 
 
-TRAIN_ONLY = ("all", "emotion")
+TRAIN_ONLY = ("all", "emotion", "emotion-fixed-neutral")
 
 
 @dataclass
 class Trainable:
-    """The parameters one run optimizes, and the frozen slices inside them that `restore` puts back after a step
-    (the optimizer's weight decay and any stale moments would otherwise move them)."""
+    """The parameters one run optimizes, and what `restore` enforces after each step: frozen slices put back (the
+    optimizer's weight decay and any stale moments would otherwise move them) and, for "emotion-fixed-neutral",
+    each emotion-column change projected off the neutral row (so W·e_neutral, hence neutral speech, stays)."""
 
     params: list[Tensor]
     frozen: list[tuple[Tensor, Any, Tensor]]  # (parameter, index, the values it must keep)
+    # (weight, its emotion columns as loaded [out, E], the neutral emotion row [E]) per condition-reading layer
+    projected: list[tuple[Tensor, Tensor, Tensor]] = dataclasses.field(default_factory=list)
 
     @torch.no_grad()
     def restore(self) -> None:
         for param, index, values in self.frozen:
             param[index] = values
+        for weight, start, neutral in self.projected:
+            e = weight.shape[1] - start.shape[1]
+            delta = weight[:, e:] - start
+            delta -= (delta @ neutral)[:, None] * neutral[None, :] / neutral.dot(neutral)
+            weight[:, e:] = start + delta
 
 
 def trainable(modules: dict[str, torch.nn.Module], train_only: str, speaker_dim: int) -> Trainable:
@@ -158,7 +167,15 @@ def trainable(modules: dict[str, torch.nn.Module], train_only: str, speaker_dim:
         params += list(modules[name].parameters())
     model = modules["acoustic"]
     assert isinstance(model, AcousticModel)
+    fix_neutral = train_only == "emotion-fixed-neutral"
     frozen: list[tuple[Tensor, Any, Tensor]] = []
+    projected: list[tuple[Tensor, Tensor, Tensor]] = []
+    if fix_neutral:
+        table = modules["emotion_table"]
+        assert isinstance(table, EmotionTable)
+        row = EMOTIONS.index("neutral")
+        neutral = table.embeddings.weight.detach()[row].clone()
+        frozen.append((table.embeddings.weight, row, neutral))
     for layer in model.modules():
         if isinstance(layer, torch.nn.Linear) and layer.in_features == model.config.cond_dim:
             # cond = speaker ⊕ α·emotion (fuse_condition): columns [:speaker_dim] read the speaker, the bias both
@@ -167,9 +184,11 @@ def trainable(modules: dict[str, torch.nn.Module], train_only: str, speaker_dim:
             frozen.append((layer.weight, index, layer.weight.detach()[index].clone()))
             layer.weight.register_hook(functools.partial(_zero_columns, stop=speaker_dim))
             params.append(layer.weight)
-    if not frozen:
+            if fix_neutral:
+                projected.append((layer.weight, layer.weight.detach()[:, speaker_dim:].clone(), neutral))
+    if not any(w.shape[1] == model.config.cond_dim for w, _, _ in frozen):
         raise ValueError("--train-only emotion: the acoustic model has no layer that reads the condition vector")
-    return Trainable(params, frozen)
+    return Trainable(params, frozen, projected)
 
 
 def _zero_columns(grad: Tensor, stop: int) -> Tensor:

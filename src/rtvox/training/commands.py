@@ -94,8 +94,9 @@ def acoustic(
         str,
         typer.Option(
             "--train-only",
-            help="'all' (default) or 'emotion': only the emotion encoder, table and the emotion half of the layers"
-            " that read the condition (a warm start's voices and text rendering stay as they are)",
+            help="'all' (default), 'emotion': only the emotion encoder, table and the emotion half of the layers"
+            " that read the condition (a warm start's voices and text rendering stay as they are), or"
+            " 'emotion-fixed-neutral': the same with the neutral label's output held as loaded",
         ),
     ] = "all",
     device: DeviceOpt = "cuda",

@@ -94,3 +94,25 @@ def test_unknown_train_only_is_refused(tmp_path: Path) -> None:
     modules = build_modules(run_config(run, len(vocab)), len(vocab))
     with pytest.raises(ValueError, match="train_only must be one of all, emotion"):
         trainable(modules, "decoder", SPEAKER_EMBED_DIM)
+
+
+def test_fixed_neutral_keeps_every_layer_response_to_the_neutral_row() -> None:
+    from rtvox.constants import EMOTIONS
+
+    modules, before = _train("emotion-fixed-neutral")
+    model = modules["acoustic"]
+    assert isinstance(model, AcousticModel)
+    row = EMOTIONS.index("neutral")
+    table = "emotion_table.embeddings.weight"
+    after = {f"{k}.{n}": p.detach() for k, m in modules.items() for n, p in m.named_parameters()}
+    neutral = before[table][row]
+    torch.testing.assert_close(after[table][row], neutral, rtol=0, atol=0)
+    assert not torch.equal(after[table][row + 1], before[table][row + 1])  # the other labels learn
+    s = SPEAKER_EMBED_DIM
+    for n, layer in model.named_modules():
+        if isinstance(layer, torch.nn.Linear) and layer.in_features == model.config.cond_dim:
+            name = f"acoustic.{n}.weight"
+            response, loaded = after[name][:, s:] @ neutral, before[name][:, s:] @ neutral
+            torch.testing.assert_close(response, loaded, rtol=1e-5, atol=1e-6)
+            assert not torch.equal(after[name][:, s:], before[name][:, s:]), name
+            torch.testing.assert_close(after[name][:, :s], before[name][:, :s], rtol=0, atol=0)
