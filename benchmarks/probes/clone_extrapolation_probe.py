@@ -20,13 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from clone_timbre_probe import cloning_setup, score_trial  # beside this file (the probes run as scripts)
 
-from rtvox.audio.loudness import trim_silence
-from rtvox.constants import SAMPLE_RATE
-from rtvox.eval.cloning import corpus_references, folder_references
 from rtvox.runtime.synthesizer import Synthesizer
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def push(emb: np.ndarray, table: np.ndarray, beta: float, anchor: str) -> np.ndarray:
@@ -47,15 +43,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(2)
     synth = Synthesizer(args.model, device="cpu")
-    refs = corpus_references(args.corpus) + folder_references(args.clone_refs)
-    eval_dir = ROOT.parent / "shared" / "eval"
-    sentences = [
-        s
-        for lang in ("en", "zh")
-        for s in [t for t in (eval_dir / f"sentences_{lang}.txt").read_text("utf-8").splitlines() if t.strip()][:3]
-    ]
-    names = synth.voices.builtin_names
-    table = np.stack([synth.voices.get(n).embedding for n in names])
+    refs, sentences, table = cloning_setup(synth, args.corpus, args.clone_refs)
     variants = [(a, b) for a in (args.anchor or ["nearest", "mean"]) for b in (args.beta or [0.0, 0.5, 1.0])]
     variants = list(dict.fromkeys((("none", 0.0) if b == 0 else (a, b)) for a, b in variants))
     scores: dict[str, dict[str, list[float]]] = {f"{a}:{b}": {"cosine": [], "closer": []} for a, b in variants}
@@ -68,12 +56,9 @@ def main() -> None:
             key = f"{anchor}:{beta}"
             cond = emb if beta == 0 else push(emb, table, beta, anchor)
             for text in sentences:
-                audio = synth.synthesize(text, speaker_embedding=cond).audio
-                speech = trim_silence(audio, SAMPLE_RATE)
-                out = synth.speaker_encoder.embed_reference(speech if speech.size else audio, SAMPLE_RATE)
-                cosine = float(out @ emb)
+                cosine, closer = score_trial(synth, synth.synthesize(text, speaker_embedding=cond).audio, emb, table)
                 scores[key]["cosine"].append(cosine)
-                scores[key]["closer"].append(float(cosine > float(np.max(table @ out))))
+                scores[key]["closer"].append(closer)
             row[key] = round(float(np.mean(scores[key]["cosine"][-len(sentences) :])), 4)
         per_ref.append(row)
         print(row, flush=True)

@@ -21,7 +21,7 @@ import torch
 
 from rtvox.audio.loudness import trim_silence
 from rtvox.constants import SAMPLE_RATE
-from rtvox.eval.cloning import corpus_references, folder_references
+from rtvox.eval.cloning import Reference, corpus_references, folder_references
 from rtvox.runtime import steps
 from rtvox.runtime.synthesizer import Synthesizer
 
@@ -52,6 +52,27 @@ def speech_mel_mean(synth: Synthesizer, audio: np.ndarray) -> np.ndarray:
     return mel[:, level > torch.quantile(level, 0.3)].mean(1).numpy()
 
 
+def cloning_setup(synth: Synthesizer, corpus: Path, clone_refs: Path) -> tuple[list[Reference], list[str], np.ndarray]:
+    """The cloning test's references, its 3 en + 3 zh dev sentences and the built-in voices' embeddings [V, 256]."""
+    refs = corpus_references(corpus) + folder_references(clone_refs)
+    eval_dir = ROOT.parent / "shared" / "eval"
+    sentences = [
+        s
+        for lang in ("en", "zh")
+        for s in [t for t in (eval_dir / f"sentences_{lang}.txt").read_text("utf-8").splitlines() if t.strip()][:3]
+    ]
+    table = np.stack([synth.voices.get(n).embedding for n in synth.voices.builtin_names])
+    return refs, sentences, table
+
+
+def score_trial(synth: Synthesizer, audio: np.ndarray, reference: np.ndarray, table: np.ndarray) -> tuple[float, float]:
+    """(GE2E cosine of the output's speech to the reference embedding, 1.0 if closer to it than any built-in)."""
+    speech = trim_silence(audio, SAMPLE_RATE)
+    out = synth.speaker_encoder.embed_reference(speech if speech.size else audio, SAMPLE_RATE)
+    cosine = float(out @ reference)
+    return cosine, float(cosine > float(np.max(table @ out)))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="models/rtvox-small")
@@ -64,15 +85,7 @@ def main() -> None:
     torch.set_num_threads(2)
     steps.tilt_mel = _biased_tilt_mel
     synth = Synthesizer(args.model, device="cpu")
-    refs = corpus_references(args.corpus) + folder_references(args.clone_refs)
-    eval_dir = ROOT.parent / "shared" / "eval"
-    sentences = [
-        s
-        for lang in ("en", "zh")
-        for s in [t for t in (eval_dir / f"sentences_{lang}.txt").read_text("utf-8").splitlines() if t.strip()][:3]
-    ]
-    names = synth.voices.builtin_names
-    table = np.stack([synth.voices.get(n).embedding for n in names])
+    refs, sentences, table = cloning_setup(synth, args.corpus, args.clone_refs)
     alphas = args.alpha or [0.0, 1.0]
     scores: dict[float, dict[str, list[float]]] = {a: {"cosine": [], "closer": []} for a in alphas}
     per_ref = []
@@ -90,12 +103,9 @@ def main() -> None:
         for alpha in alphas:
             _bias["mel"] = alpha * bias
             for text in sentences:
-                audio = synth.synthesize(text, speaker_embedding=emb).audio
-                speech = trim_silence(audio, SAMPLE_RATE)
-                out = synth.speaker_encoder.embed_reference(speech if speech.size else audio, SAMPLE_RATE)
-                cosine = float(out @ emb)
+                cosine, closer = score_trial(synth, synth.synthesize(text, speaker_embedding=emb).audio, emb, table)
                 scores[alpha]["cosine"].append(cosine)
-                scores[alpha]["closer"].append(float(cosine > float(np.max(table @ out))))
+                scores[alpha]["closer"].append(closer)
             row[f"alpha_{alpha}"] = round(float(np.mean(scores[alpha]["cosine"][-len(sentences) :])), 4)
         per_ref.append(row)
         print(row, flush=True)
