@@ -133,24 +133,38 @@ TRAIN_ONLY = ("all", "emotion", "emotion-fixed-neutral")
 
 @dataclass
 class Trainable:
-    """The parameters one run optimizes, and what `restore` enforces after each step: frozen slices put back (the
-    optimizer's weight decay and any stale moments would otherwise move them) and, for "emotion-fixed-neutral",
-    each emotion-column change projected off the neutral row (so W·e_neutral, hence neutral speech, stays)."""
+    """The parameters one run optimizes, and what `restore` enforces after each step: frozen slices kept at their
+    captured values (the optimizer's weight decay and any stale moments would otherwise move them) and, for
+    "emotion-fixed-neutral", each emotion-column change projected off the neutral row (so W·e_neutral, hence
+    neutral speech, stays). `capture` records the current weights: at construction, and again after a resume."""
 
     params: list[Tensor]
-    frozen: list[tuple[Tensor, Any, Tensor]]  # (parameter, index, the values it must keep)
-    # (weight, its emotion columns as loaded [out, E], the neutral emotion row [E]) per condition-reading layer
-    projected: list[tuple[Tensor, Tensor, Tensor]] = dataclasses.field(default_factory=list)
+    frozen: list[tuple[Tensor, Any]]  # (parameter, index) to keep
+    projected: list[Tensor] = dataclasses.field(default_factory=list)  # weights [out, speaker + E]
+    neutral: tuple[Tensor, int] | None = None  # (emotion table weight, neutral row) for `projected`
+    _kept: list[Tensor] = dataclasses.field(default_factory=list)
+    _start: list[Tensor] = dataclasses.field(default_factory=list)
+
+    @torch.no_grad()
+    def capture(self) -> None:
+        self._kept = [param.detach()[index].clone() for param, index in self.frozen]
+        self._start = [w.detach()[:, -self._emotion_dim() :].clone() for w in self.projected]
+
+    def _emotion_dim(self) -> int:
+        return 0 if self.neutral is None else self.neutral[0].shape[1]
 
     @torch.no_grad()
     def restore(self) -> None:
-        for param, index, values in self.frozen:
+        for (param, index), values in zip(self.frozen, self._kept, strict=True):
             param[index] = values
-        for weight, start, neutral in self.projected:
-            e = weight.shape[1] - start.shape[1]
-            delta = weight[:, e:] - start
-            delta -= (delta @ neutral)[:, None] * neutral[None, :] / neutral.dot(neutral)
-            weight[:, e:] = start + delta
+        if self.neutral is None:
+            return
+        table, row = self.neutral
+        e = table[row]
+        for weight, start in zip(self.projected, self._start, strict=True):
+            delta = weight[:, -e.shape[0] :] - start
+            delta -= (delta @ e)[:, None] * e[None, :] / e.dot(e)
+            weight[:, -e.shape[0] :] = start + delta
 
 
 def trainable(modules: dict[str, torch.nn.Module], train_only: str, speaker_dim: int) -> Trainable:
@@ -167,28 +181,25 @@ def trainable(modules: dict[str, torch.nn.Module], train_only: str, speaker_dim:
         params += list(modules[name].parameters())
     model = modules["acoustic"]
     assert isinstance(model, AcousticModel)
-    fix_neutral = train_only == "emotion-fixed-neutral"
-    frozen: list[tuple[Tensor, Any, Tensor]] = []
-    projected: list[tuple[Tensor, Tensor, Tensor]] = []
-    if fix_neutral:
+    learn = Trainable(params, [])
+    if train_only == "emotion-fixed-neutral":
         table = modules["emotion_table"]
         assert isinstance(table, EmotionTable)
-        row = EMOTIONS.index("neutral")
-        neutral = table.embeddings.weight.detach()[row].clone()
-        frozen.append((table.embeddings.weight, row, neutral))
+        learn.neutral = (table.embeddings.weight, EMOTIONS.index("neutral"))
+        learn.frozen.append(learn.neutral)
     for layer in model.modules():
         if isinstance(layer, torch.nn.Linear) and layer.in_features == model.config.cond_dim:
             # cond = speaker ⊕ α·emotion (fuse_condition): columns [:speaker_dim] read the speaker, the bias both
             layer.weight.requires_grad_(True)
-            index = (slice(None), slice(0, speaker_dim))
-            frozen.append((layer.weight, index, layer.weight.detach()[index].clone()))
+            learn.frozen.append((layer.weight, (slice(None), slice(0, speaker_dim))))
             layer.weight.register_hook(functools.partial(_zero_columns, stop=speaker_dim))
             params.append(layer.weight)
-            if fix_neutral:
-                projected.append((layer.weight, layer.weight.detach()[:, speaker_dim:].clone(), neutral))
-    if not any(w.shape[1] == model.config.cond_dim for w, _, _ in frozen):
+            if learn.neutral is not None:
+                learn.projected.append(layer.weight)
+    if len(params) == sum(len(list(modules[n].parameters())) for n in ("emotion_encoder", "emotion_table")):
         raise ValueError("--train-only emotion: the acoustic model has no layer that reads the condition vector")
-    return Trainable(params, frozen, projected)
+    learn.capture()
+    return learn
 
 
 def _zero_columns(grad: Tensor, stop: int) -> Tensor:
@@ -378,6 +389,7 @@ def train_acoustic(run: AcousticRun) -> dict[str, Any]:
     resumed = load_state(run.run_dir, modules, {"opt": opt})
     if resumed is not None:
         progress = resumed
+        learn.capture()  # what is kept is the resumed run's (equal to its start's wherever frozen)
     train_idx, val_idx = _split(data, run.seed)
     batcher = LengthBatcher(data.mel_lengths[train_idx], run.batch_frames, run.seed + progress["step"])
     run.run_dir.mkdir(parents=True, exist_ok=True)

@@ -116,3 +116,20 @@ def test_fixed_neutral_keeps_every_layer_response_to_the_neutral_row() -> None:
             torch.testing.assert_close(response, loaded, rtol=1e-5, atol=1e-6)
             assert not torch.equal(after[name][:, s:], before[name][:, s:]), name
             torch.testing.assert_close(after[name][:, :s], before[name][:, :s], rtol=0, atol=0)
+
+
+def test_capture_after_a_resume_keeps_the_resumed_weights() -> None:
+    torch.manual_seed(0)
+    run = AcousticRun(data=Path("."), run_dir=Path("."), preset="tiny", device="cpu")
+    vocab = Vocabulary.default()
+    modules = build_modules(run_config(run, len(vocab)), len(vocab))
+    learn = trainable(modules, "emotion-fixed-neutral", SPEAKER_EMBED_DIM)  # captures the fresh weights
+    model = modules["acoustic"]
+    assert isinstance(model, AcousticModel)
+    with torch.no_grad():  # what load_state does on a resume: other values into the same parameters
+        for p in model.parameters():
+            p.add_(0.5)
+    resumed = model.cond_proj.weight.detach().clone()
+    learn.capture()
+    learn.restore()
+    torch.testing.assert_close(model.cond_proj.weight.detach(), resumed, rtol=0, atol=1e-6)
