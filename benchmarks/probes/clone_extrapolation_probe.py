@@ -20,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from clone_timbre_probe import cloning_setup, score_trial  # beside this file (the probes run as scripts)
+
+# clone_timbre_probe sits beside this file (the probes run as scripts)
+from clone_timbre_probe import add_cloning_args, cloning_setup, score_trial
 
 from rtvox.runtime.synthesizer import Synthesizer
 
@@ -34,9 +36,7 @@ def push(emb: np.ndarray, table: np.ndarray, beta: float, anchor: str) -> np.nda
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="models/rtvox-small")
-    p.add_argument("--corpus", type=Path, required=True)
-    p.add_argument("--clone-refs", type=Path, required=True)
+    add_cloning_args(p)
     p.add_argument("--beta", type=float, action="append")
     p.add_argument("--anchor", action="append", choices=("nearest", "mean"))
     p.add_argument("--out", type=Path)

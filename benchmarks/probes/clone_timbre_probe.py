@@ -52,6 +52,13 @@ def speech_mel_mean(synth: Synthesizer, audio: np.ndarray) -> np.ndarray:
     return mel[:, level > torch.quantile(level, 0.3)].mean(1).numpy()
 
 
+def add_cloning_args(p: argparse.ArgumentParser) -> None:
+    """--model, --corpus and --clone-refs: what `cloning_setup` needs."""
+    p.add_argument("--model", default="models/rtvox-small")
+    p.add_argument("--corpus", type=Path, required=True)
+    p.add_argument("--clone-refs", type=Path, required=True)
+
+
 def cloning_setup(synth: Synthesizer, corpus: Path, clone_refs: Path) -> tuple[list[Reference], list[str], np.ndarray]:
     """The cloning test's references, its 3 en + 3 zh dev sentences and the built-in voices' embeddings [V, 256]."""
     refs = corpus_references(corpus) + folder_references(clone_refs)
@@ -75,9 +82,7 @@ def score_trial(synth: Synthesizer, audio: np.ndarray, reference: np.ndarray, ta
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="models/rtvox-small")
-    p.add_argument("--corpus", type=Path, required=True)
-    p.add_argument("--clone-refs", type=Path, required=True)
+    add_cloning_args(p)
     p.add_argument("--alpha", type=float, action="append")
     p.add_argument("--clip", type=float, default=None, help="clip the bias to ±CLIP nats per band")
     p.add_argument("--out", type=Path)

@@ -182,6 +182,7 @@ def trainable(modules: dict[str, torch.nn.Module], train_only: str, speaker_dim:
     model = modules["acoustic"]
     assert isinstance(model, AcousticModel)
     learn = Trainable(params, [])
+    cond_layers = 0
     if train_only == "emotion-fixed-neutral":
         table = modules["emotion_table"]
         assert isinstance(table, EmotionTable)
@@ -190,13 +191,14 @@ def trainable(modules: dict[str, torch.nn.Module], train_only: str, speaker_dim:
     for layer in model.modules():
         if isinstance(layer, torch.nn.Linear) and layer.in_features == model.config.cond_dim:
             # cond = speaker ⊕ α·emotion (fuse_condition): columns [:speaker_dim] read the speaker, the bias both
+            cond_layers += 1
             layer.weight.requires_grad_(True)
             learn.frozen.append((layer.weight, (slice(None), slice(0, speaker_dim))))
             layer.weight.register_hook(functools.partial(_zero_columns, stop=speaker_dim))
             params.append(layer.weight)
             if learn.neutral is not None:
                 learn.projected.append(layer.weight)
-    if len(params) == sum(len(list(modules[n].parameters())) for n in ("emotion_encoder", "emotion_table")):
+    if not cond_layers:
         raise ValueError("--train-only emotion: the acoustic model has no layer that reads the condition vector")
     learn.capture()
     return learn

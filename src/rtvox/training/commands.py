@@ -104,7 +104,7 @@ def acoustic(
 ) -> None:
     """FastSpeech2 + aligner + emotion encoder/table, jointly (resumes from RUN_DIR/state.pt)."""
     from rtvox.text.vocab import Vocabulary
-    from rtvox.training.acoustic import AcousticRun, train_acoustic
+    from rtvox.training.acoustic import TRAIN_ONLY, AcousticRun, train_acoustic
 
     skip = tuple(s for s in (part.strip() for part in skip_symbols.split(",")) if s)
     vocab = Vocabulary.default()
@@ -113,8 +113,6 @@ def acoustic(
     if dropout is not None and not 0.0 <= dropout < 1.0:
         raise typer.BadParameter(f"must be in [0, 1), not {dropout}", param_hint="--dropout")
     speaker_ref = _speaker_ref(speaker_ref)
-    from rtvox.training.acoustic import TRAIN_ONLY
-
     if train_only not in TRAIN_ONLY:
         hint = "--train-only"
         raise typer.BadParameter(f"must be one of {', '.join(TRAIN_ONLY)}, not {train_only!r}", param_hint=hint)
