@@ -158,6 +158,20 @@ def test_train_resume_export_and_speak(packed: Path, tmp_path: Path) -> None:
         assert torch.equal(mine, theirs), key
     with pytest.raises(InputError, match="neither a vocoder snapshot"):
         export_bundle(tmp_path / "ac" / "snapshot", tmp_path / "voices.json", packed, voices, tmp_path / "m3")
+    # a re-export can keep a shipped model's voice table as it is, instead of re-deriving it from the corpus
+    from rtvox.models.bundle import ModelBundle
+
+    shipped = ModelBundle.load(tmp_path / "m")
+    shipped.voices["a"] = torch.nn.functional.normalize(torch.randn(shipped.voices["a"].numel()), dim=0)
+    shipped.voices_meta[0]["description"] = "kept"
+    shipped.save(tmp_path / "m4")
+    kept = export_bundle(tmp_path / "ac" / "snapshot", tmp_path / "m", packed, tmp_path / "m4", tmp_path / "m5")
+    assert list(kept.voices) == ["a"] and kept.voices_meta[0]["description"] == "kept"
+    assert kept.config.default_voice == "a"
+    torch.testing.assert_close(kept.voices["a"].float(), shipped.voices["a"].half().float(), rtol=0, atol=0)
+    assert not torch.allclose(kept.voices["a"].float(), bundle.voices["a"].float(), atol=1e-2)
+    with pytest.raises(InputError, match="neither a voices JSON file nor a model directory"):
+        export_bundle(tmp_path / "ac" / "snapshot", tmp_path / "m", packed, tmp_path / "nowhere", tmp_path / "m6")
 
 
 def test_dropout_override_reaches_the_acoustic_model(packed: Path, tmp_path: Path) -> None:

@@ -21,7 +21,12 @@ DeviceOpt = Annotated[str, typer.Option("--device")]
 VocoderSnapOpt = Annotated[
     Path, typer.Option("--vocoder", help="snapshot folder of the vocoder, or a model directory whose vocoder to keep")
 ]
-VoicesOpt = Annotated[Path, typer.Option("--voices", help="JSON: built-in voice names -> corpus speakers")]
+VoicesOpt = Annotated[
+    Path,
+    typer.Option(
+        "--voices", help="JSON: built-in voice names -> corpus speakers, or a model directory whose voices to keep"
+    ),
+]
 OutOpt = Annotated[Path, typer.Option("--out", help="the model directory to write")]
 NameOpt = Annotated[str, typer.Option("--name")]
 VersionOpt = Annotated[str, typer.Option("--version")]

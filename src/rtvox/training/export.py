@@ -3,7 +3,8 @@
 The config gets the emotion prosody prior (rtvox.training.prosody_prior) from the same data. Built-in voices are
 corpus speakers: each voice's embedding is the renormalized mean GE2E embedding of that
 speaker's neutral training utterances (the same encoder a user's reference clip goes through, so built-in and
-cloned voices live in one space).
+cloned voices live in one space). Or they are kept as they are from a shipped model directory, so a fine-tuned
+model speaks with the voices its users already know.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 import torch
 
 from rtvox.errors import InputError
-from rtvox.models.bundle import CONFIG_NAME, ModelBundle, ModelConfig, load_weights
+from rtvox.models.bundle import CONFIG_NAME, ModelBundle, ModelConfig, load_voices_and_card, load_weights
 from rtvox.models.vocoder import AnyVocoder, AnyVocoderConfig, build_vocoder, vocoder_preset
 from rtvox.text.vocab import Vocabulary
 from rtvox.training.acoustic import build_modules, is_model_dir
@@ -54,6 +55,20 @@ def builtin_voices(data: AcousticSet, voices_file: Path) -> tuple[dict[str, torc
         voices[entry["name"]] = torch.from_numpy(means[speaker])
         meta.append({k: v for k, v in entry.items() if k != "speaker"} | {"description": entry.get("description", "")})
     return voices, meta, spec.get("default", meta[0]["name"])
+
+
+def voices_source(data: AcousticSet, source: Path) -> tuple[dict[str, torch.Tensor], list[dict[str, Any]], str]:
+    """The built-in voices to ship: derived from the corpus by a voices JSON file (builtin_voices), or kept as
+    they are from a shipped model directory (its voices.safetensors, voices.json and default voice)."""
+    if not is_model_dir(source):
+        if not source.is_file():
+            raise InputError(f"--voices {source}: neither a voices JSON file nor a model directory (config.json)")
+        return builtin_voices(data, source)
+    shipped = ModelConfig.from_dict(json.loads((source / CONFIG_NAME).read_text(encoding="utf-8")))
+    voices, meta, _card = load_voices_and_card(source, shipped.default_voice, torch.device("cpu"), torch.float32)
+    if not voices:
+        raise InputError(f"model directory {source} has no built-in voices (voices.safetensors)")
+    return dict(voices), [dict(m) for m in meta], shipped.default_voice or next(iter(voices))
 
 
 def load_vocoder_source(source: Path) -> tuple[AnyVocoderConfig, AnyVocoder]:
@@ -102,7 +117,7 @@ def export_bundle(
     modules = build_modules(config, len(vocab))
     load_snapshot(acoustic_snapshot, modules)
     data = load_acoustic(data_dir)
-    voices, meta, default = builtin_voices(data, voices_file)
+    voices, meta, default = voices_source(data, voices_file)
     config = dataclasses.replace(config, default_voice=default)
     bundle = ModelBundle(
         config,

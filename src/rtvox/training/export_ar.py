@@ -2,7 +2,7 @@
 snapshots and the packed corpus's speaker embeddings (`rtvox train export-ar`).
 
 Each module is rebuilt from its snapshot's recorded preset exactly as its trainer built it, so the weights load
-strictly; the built-in voices are made as for the default family (rtvox.training.export.builtin_voices).
+strictly; the built-in voices are made as for the default family (rtvox.training.export.voices_source).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from rtvox.text.vocab import Vocabulary
 from rtvox.training.ar import SKIP_SYMBOLS, ar_config
 from rtvox.training.checkpoint import PROGRESS_NAME, load_snapshot
 from rtvox.training.data import load_acoustic
-from rtvox.training.export import builtin_voices, load_vocoder_source
+from rtvox.training.export import load_vocoder_source, voices_source
 
 
 def _progress(snapshot: Path, kind: str | None) -> dict[str, Any]:
@@ -58,7 +58,7 @@ def export_ar_bundle(
     table = EmotionTable(EmotionConfig())
     load_snapshot(ar_snapshot, {"ar": gpt, "emotion_table": table})
     vocoder_config, vocoder = load_vocoder_source(vocoder_snapshot)
-    voices, meta, default = builtin_voices(load_acoustic(data_dir), voices_file)
+    voices, meta, default = voices_source(load_acoustic(data_dir), voices_file)
     vocab = Vocabulary.default()
     config = ARModelConfig(
         name=name,
