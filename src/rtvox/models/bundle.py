@@ -40,7 +40,7 @@ from rtvox.fsutil import atomic_write_bytes
 from rtvox.models.acoustic import AcousticConfig, AcousticModel
 from rtvox.models.emotion import EmotionConfig, EmotionEncoder, EmotionTable
 from rtvox.models.layers import count_parameters
-from rtvox.models.prosody import EmotionProsody
+from rtvox.models.prosody import EmotionProsody, EmotionSpeakerShift
 from rtvox.models.vocoder import (
     AnyVocoder,
     AnyVocoderConfig,
@@ -80,6 +80,8 @@ class ModelConfig:
     skip_symbols: tuple[str, ...] = ()
     # Data-derived per-emotion prosody applied at inference (rtvox.models.prosody); absent = identity.
     emotion_prosody: EmotionProsody = dataclasses.field(default_factory=EmotionProsody)
+    # Per-emotion direction a label moves the voice's speaker embedding (rtvox.models.prosody); absent = none.
+    emotion_speaker_shift: EmotionSpeakerShift = dataclasses.field(default_factory=EmotionSpeakerShift)
     format_version: int = FORMAT_VERSION
 
     # whole-model preset → (acoustic, vocoder, emotion) presets
@@ -130,6 +132,11 @@ class ModelConfig:
             data["emotion_prosody"] = prior
         else:  # the identity prior writes no key: config.json (and so model_hash) stays as before
             del data["emotion_prosody"]
+        shift = self.emotion_speaker_shift.to_dict()
+        if shift:
+            data["emotion_speaker_shift"] = shift
+        else:
+            del data["emotion_speaker_shift"]
         return data
 
     @classmethod
@@ -139,6 +146,7 @@ class ModelConfig:
         data["vocoder"] = vocoder_config_from_dict(data["vocoder"])
         data["emotion"] = EmotionConfig.from_dict(data["emotion"])
         data["emotion_prosody"] = EmotionProsody.from_dict(data.get("emotion_prosody", {}))
+        data["emotion_speaker_shift"] = EmotionSpeakerShift.from_dict(data.get("emotion_speaker_shift", {}))
         try:
             return cls(**data)
         except (TypeError, ValueError) as e:

@@ -127,3 +127,63 @@ def tilt_mel(mel: Tensor, tilt: float) -> Tensor:
     if tilt == 0.0:
         return mel
     return mel + tilt * tilt_ramp(mel.shape[0], mel.device, mel.dtype)[:, None]
+
+
+@dataclass(frozen=True)
+class EmotionSpeakerShift:
+    """Emotion label -> a direction in speaker-embedding space (config.json `emotion_speaker_shift`).
+
+    Models trained on each clip's own GE2E embedding (rtvox-small up to 8.1.0) learned to read much of an emotion
+    from the speaker input, because that embedding carries it (benchmarks/probes/ge2e_emotion_leak.py). A label
+    request moves its voice the way the training data's emotional clips move their speaker's embedding:
+    unit(voice + α·d_e), d_e = the data's mean speaker-centred shift of emotion e
+    (rtvox.training.speaker_shift). The model then renders the emotion from inputs it was trained on. Neutral,
+    no emotion, labels without an entry and emotion reference clips keep the voice as it is."""
+
+    shifts: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)
+
+    def apply(self, embedding: Any, emotion: str | None, alpha: float) -> Any:
+        """The speaker embedding (float32 numpy [256]) a label request at strength `alpha` is conditioned on."""
+        import numpy as np
+
+        shift = None if emotion in (None, "neutral") else self.shifts.get(emotion)
+        if shift is None or alpha == 0:
+            return embedding
+        moved = np.asarray(embedding, np.float32) + np.float32(alpha) * np.asarray(shift, np.float32)
+        norm = float(np.linalg.norm(moved))
+        return moved / norm if norm > 0 else np.asarray(embedding, np.float32)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EmotionSpeakerShift:
+        from rtvox.constants import SPEAKER_EMBED_DIM
+
+        if not isinstance(data, dict):
+            raise ModelError("config.json: emotion_speaker_shift must be an object of emotion -> [256 numbers]")
+        shifts: dict[str, tuple[float, ...]] = {}
+        for key, value in data.items():
+            if key == SOURCE_KEY:
+                continue
+            ok = key in EMOTIONS and key != "neutral" and isinstance(value, list) and len(value) == SPEAKER_EMBED_DIM
+            if ok:
+                try:
+                    vector = tuple(float(v) for v in value)
+                except (TypeError, ValueError):
+                    ok = False
+                else:
+                    ok = all(math.isfinite(v) for v in vector)
+            if not ok:
+                raise ModelError(
+                    f"config.json: emotion_speaker_shift[{key!r}] must be a non-neutral emotion of "
+                    f"{', '.join(EMOTIONS)} with {SPEAKER_EMBED_DIM} finite numbers; recompute it with "
+                    "`rtvox train speaker-shift`"
+                )
+            shifts[key] = vector
+        source = data.get(SOURCE_KEY, {})
+        return cls(shifts, dict(source) if isinstance(source, dict) else {})
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {e: [round(v, 5) for v in self.shifts[e]] for e in EMOTIONS if e in self.shifts}
+        if out and self.source:
+            out[SOURCE_KEY] = self.source
+        return out

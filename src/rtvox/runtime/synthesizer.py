@@ -399,12 +399,16 @@ class Synthesizer:
         )
 
     def condition(self, request: SynthesisRequest) -> torch.Tensor:
-        """cond[1, C] = speaker ⊕ α·emotion, on `cond_device`."""
+        """cond[1, C] = speaker ⊕ α·emotion, on `cond_device`; a label request's speaker is first moved by the
+        model's `emotion_speaker_shift` (rtvox.models.prosody.EmotionSpeakerShift)."""
         device = self.cond_device
         if request.speaker_embedding is not None:
             embedding = np.asarray(request.speaker_embedding, dtype=np.float32)
         else:
             embedding = self.voices.get(request.voice or self.default_voice).embedding
+        if request.emotion_ref is None and isinstance(self.bundle, ModelBundle):
+            shift = self.bundle.config.emotion_speaker_shift
+            embedding = shift.apply(embedding, request.emotion, float(request.emotion_alpha))
         key = None
         if device.type == "cpu" and request.emotion_ref is None:
             key = (embedding.tobytes(), request.emotion or "neutral", float(request.emotion_alpha))

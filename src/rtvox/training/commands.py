@@ -308,6 +308,23 @@ def prosody_prior(
     typer.echo(f"wrote {model / 'config.json'}")
 
 
+@train_app.command("speaker-shift")
+def speaker_shift(
+    data: DataOpt,
+    model: Annotated[Path, typer.Option("--model", help="model directory whose config.json gets the shift")],
+) -> None:
+    """The emotion speaker shift: per emotion, how the data's emotional clips move their speaker's GE2E embedding,
+    written into MODEL/config.json as "emotion_speaker_shift" (label requests move their voice that way). Run
+    `rtvox train prosody-prior` afterwards, so the prior is solved with the shift in place."""
+    from rtvox.training.speaker_shift import speaker_shift_command
+
+    with one_message():
+        shift = speaker_shift_command(data, model)
+    for emotion, vector in shift.shifts.items():
+        typer.echo(f"{emotion:10s} |d| = {sum(v * v for v in vector) ** 0.5:.3f}")
+    typer.echo(f"wrote {model / 'config.json'}")
+
+
 @train_app.command("export-ar")
 def export_ar(
     codec_snapshot: Annotated[Path, typer.Option("--codec", help="snapshot folder of the codec (rtvox train codec)")],

@@ -1,0 +1,104 @@
+"""Probe: emotion through the speaker input. CPU only; measurement, nothing shipped.
+
+    .venv/bin/python benchmarks/probes/emotion_speaker_shift_probe.py --model <dir> --data /work/packed-v6 \
+        --beta 1 --sets en,zh --out benchmarks/results/quality/v81/speaker_shift/b1.json
+
+Models trained on each clip's own GE2E embedding (every rtvox-small up to 8.1.0) learned to take an emotion from
+the speaker input, because that embedding carries it (benchmarks/probes/ge2e_emotion_leak.py). This probe asks
+whether moving a voice's embedding the way the training data's emotional clips move it renders the emotion
+inside what the model was trained on: for each label e, the data's shift d_e = mean over training speakers of
+(unit mean GE2E of the speaker's e clips − unit mean GE2E of its neutral clips), and a label request is
+conditioned on unit(voice + β·α·d_e) ⊕ α·table(e) instead of voice ⊕ α·table(e). Then `rtvox eval` runs as
+usual (its --emotion check renders label requests). Use a model directory without `emotion_prosody` in its
+config to hear the shift alone; the prior was solved without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from rtvox.eval.intelligibility import parse_sets
+from rtvox.eval.runner import EvalOptions, run_eval, write_results
+from rtvox.models.emotion import EMOTIONS
+from rtvox.runtime.synthesizer import Synthesizer
+from rtvox.training.data import load_acoustic
+
+
+def emotion_shifts(data_dir: Path) -> dict[str, np.ndarray]:
+    """Label -> the data's mean speaker-centred GE2E shift of that emotion (float32 [256])."""
+    data = load_acoustic(data_dir)
+    names = data.info.emotions
+    neutral = names.index("neutral")
+    unit = lambda v: v / np.linalg.norm(v)  # noqa: E731
+    shifts: dict[str, list[np.ndarray]] = {}
+    for s in range(len(data.info.speakers)):
+        rows = data.speaker == s
+        base = rows & (data.emotion == neutral)
+        if base.sum() < 3:
+            continue
+        centre = unit(data.ge2e[base].mean(0))
+        for e, name in enumerate(names):
+            pick = rows & (data.emotion == e)
+            if e != neutral and pick.sum() >= 3:
+                shifts.setdefault(name, []).append(unit(data.ge2e[pick].mean(0)) - centre)
+    return {name: np.mean(v, axis=0).astype(np.float32) for name, v in shifts.items()}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", type=Path, required=True)
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--beta", type=float, default=1.0)
+    p.add_argument("--sets", default="en,zh")
+    p.add_argument("--out", type=Path, required=True)
+    args = p.parse_args()
+    shifts = emotion_shifts(args.data)
+    print({k: round(float(np.linalg.norm(v)), 3) for k, v in shifts.items()}, flush=True)
+    plain = Synthesizer.condition
+
+    def shifted(self: Synthesizer, request):  # type: ignore[no-untyped-def]
+        if request.emotion_ref is not None or request.emotion in (None, "neutral") or request.emotion not in shifts:
+            return plain(self, request)
+        base = request.speaker_embedding
+        if base is None:
+            base = self.voices.get(request.voice or self.default_voice).embedding
+        moved = np.asarray(base, np.float32) + args.beta * request.emotion_alpha * shifts[request.emotion]
+        moved = moved / np.linalg.norm(moved)
+        return plain(self, dataclasses.replace(request, speaker_embedding=moved))
+
+    Synthesizer.condition = shifted  # type: ignore[method-assign]
+    assert "neutral" in EMOTIONS
+    options = EvalOptions(
+        sets=parse_sets(args.sets, None, None),
+        model=args.model,
+        audio_dir=None,
+        voice=None,
+        clone=False,
+        emotion=True,
+        duration=False,
+        corpus=None,
+        clone_refs=[],
+        judge_dir=None,
+        threads=2,
+        keep_audio=None,
+        backend="eager",
+        command=shlex.join(["python", *sys.argv]),
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    md = write_results(run_eval(options), args.out)
+    (args.out.with_suffix(".shifts.json")).write_text(
+        json.dumps({k: v.round(5).tolist() for k, v in shifts.items()}), "utf-8"
+    )
+    print(md.read_text("utf-8"))
+
+
+if __name__ == "__main__":
+    main()
