@@ -23,33 +23,18 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from rtvox.eval.intelligibility import parse_sets
 from rtvox.eval.runner import EvalOptions, run_eval, write_results
-from rtvox.models.emotion import EMOTIONS
 from rtvox.runtime.synthesizer import Synthesizer
 from rtvox.training.data import load_acoustic
+from rtvox.training.speaker_shift import speaker_shift
 
 
 def emotion_shifts(data_dir: Path) -> dict[str, np.ndarray]:
     """Label -> the data's mean speaker-centred GE2E shift of that emotion (float32 [256])."""
-    data = load_acoustic(data_dir)
-    names = data.info.emotions
-    neutral = names.index("neutral")
-    unit = lambda v: v / np.linalg.norm(v)  # noqa: E731
-    shifts: dict[str, list[np.ndarray]] = {}
-    for s in range(len(data.info.speakers)):
-        rows = data.speaker == s
-        base = rows & (data.emotion == neutral)
-        if base.sum() < 3:
-            continue
-        centre = unit(data.ge2e[base].mean(0))
-        for e, name in enumerate(names):
-            pick = rows & (data.emotion == e)
-            if e != neutral and pick.sum() >= 3:
-                shifts.setdefault(name, []).append(unit(data.ge2e[pick].mean(0)) - centre)
-    return {name: np.mean(v, axis=0).astype(np.float32) for name, v in shifts.items()}
+    shift = speaker_shift(load_acoustic(data_dir))
+    return {name: np.asarray(v, np.float32) for name, v in shift.shifts.items()}
 
 
 def main() -> None:
@@ -75,7 +60,6 @@ def main() -> None:
         return plain(self, dataclasses.replace(request, speaker_embedding=moved))
 
     Synthesizer.condition = shifted  # type: ignore[method-assign]
-    assert "neutral" in EMOTIONS
     options = EvalOptions(
         sets=parse_sets(args.sets, None, None),
         model=args.model,
