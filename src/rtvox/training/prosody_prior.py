@@ -346,7 +346,7 @@ def pitch_bounds(data: AcousticSet, min_frames: int = PITCH_MIN_FRAMES) -> tuple
     return round(float(min(lows)), 2), round(float(max(highs)), 2)
 
 
-def _update_config(model_dir: Path, change: Callable[[ModelConfig], ModelConfig]) -> ModelConfig:
+def update_config(model_dir: Path, change: Callable[[ModelConfig], ModelConfig]) -> ModelConfig:
     """MODEL_DIR/config.json rewritten (atomically) as `change` makes it; every other key stays as it was."""
     path = model_dir / CONFIG_NAME
     config = change(ModelConfig.from_dict(json.loads(path.read_text(encoding="utf-8"))))
@@ -356,14 +356,14 @@ def _update_config(model_dir: Path, change: Callable[[ModelConfig], ModelConfig]
 
 def write_pitch_bounds(model_dir: Path, bounds: tuple[float, float] | None) -> ModelConfig:
     """Set the acoustic model's `pitch_bounds` in MODEL_DIR/config.json (atomically)."""
-    return _update_config(
+    return update_config(
         model_dir, lambda c: dataclasses.replace(c, acoustic=dataclasses.replace(c.acoustic, pitch_bounds=bounds))
     )
 
 
 def write_prior(model_dir: Path, prior: EmotionProsody) -> ModelConfig:
     """Set `emotion_prosody` in MODEL_DIR/config.json (atomically); every other key stays as it was."""
-    return _update_config(model_dir, lambda c: dataclasses.replace(c, emotion_prosody=prior))
+    return update_config(model_dir, lambda c: dataclasses.replace(c, emotion_prosody=prior))
 
 
 def prosody_prior_for(model_dir: Path, data: AcousticSet, data_dir: Path) -> EmotionProsody:

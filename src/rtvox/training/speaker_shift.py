@@ -46,10 +46,15 @@ def speaker_shift(
     return EmotionSpeakerShift(shifts, info)
 
 
+def write_speaker_shift(model_dir: Path, shift: EmotionSpeakerShift) -> None:
+    """Set `emotion_speaker_shift` in MODEL_DIR/config.json (atomically); every other key stays as it was."""
+    from rtvox.training.prosody_prior import update_config
+
+    update_config(model_dir, lambda c: dataclasses.replace(c, emotion_speaker_shift=shift))
+
+
 def speaker_shift_command(data_dir: Path, model_dir: Path) -> EmotionSpeakerShift:
     """`rtvox train speaker-shift`: measure d_e on the packed data and write it into MODEL/config.json."""
-    from rtvox.training.prosody_prior import _update_config
-
     shift = speaker_shift(load_acoustic(data_dir), source={"data": str(data_dir)})
-    _update_config(model_dir, lambda c: dataclasses.replace(c, emotion_speaker_shift=shift))
+    write_speaker_shift(model_dir, shift)
     return shift

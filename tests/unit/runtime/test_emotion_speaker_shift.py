@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 import subprocess
@@ -20,8 +19,7 @@ from rtvox.models.prosody import EmotionSpeakerShift
 from rtvox.runtime import Synthesizer
 from rtvox.runtime.types import SynthesisRequest
 from rtvox.training.data import AcousticSet, PackInfo
-from rtvox.training.prosody_prior import _update_config
-from rtvox.training.speaker_shift import speaker_shift
+from rtvox.training.speaker_shift import speaker_shift, write_speaker_shift
 
 TEXT = "Hello there, 你好。"
 INFO = PackInfo(["a", "b", "c"], ["neutral", "happy", "sad"], -12.0, 4.0, 256, 50.0, 800.0)
@@ -95,7 +93,7 @@ def shifted_model(runtime_model: Path, tmp_path_factory: pytest.TempPathFactory)
     shutil.copytree(runtime_model, path)
     rng = np.random.default_rng(3)
     shift = EmotionSpeakerShift({"happy": tuple((0.3 * rng.standard_normal(SPEAKER_EMBED_DIM)).tolist())})
-    _update_config(path, lambda c: dataclasses.replace(c, emotion_speaker_shift=shift))
+    write_speaker_shift(path, shift)
     return path
 
 
