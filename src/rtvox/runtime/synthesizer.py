@@ -406,15 +406,15 @@ class Synthesizer:
             embedding = np.asarray(request.speaker_embedding, dtype=np.float32)
         else:
             embedding = self.voices.get(request.voice or self.default_voice).embedding
-        if request.emotion_ref is None and isinstance(self.bundle, ModelBundle):
-            shift = self.bundle.config.emotion_speaker_shift
-            embedding = shift.apply(embedding, request.emotion, float(request.emotion_alpha))
         key = None
         if device.type == "cpu" and request.emotion_ref is None:
             key = (embedding.tobytes(), request.emotion or "neutral", float(request.emotion_alpha))
             cached = self._cond_cache.get(key)
             if cached is not None:
                 return cached  # callers never write into a cond
+        if request.emotion_ref is None and isinstance(self.bundle, ModelBundle):  # the shift is part of the key
+            shift = self.bundle.config.emotion_speaker_shift
+            embedding = shift.apply(embedding, request.emotion, float(request.emotion_alpha))
         speaker = torch.from_numpy(embedding).to(device)[None]
         with torch.inference_mode():
             if request.emotion_ref is not None:

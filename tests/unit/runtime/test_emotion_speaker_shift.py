@@ -107,6 +107,8 @@ def test_condition_moves_the_speaker_half_of_label_requests_only(runtime_model: 
     happy = synth.condition(SynthesisRequest(text=TEXT, emotion="happy", emotion_alpha=0.5))
     want = torch.from_numpy(shift.apply(voice, "happy", 0.5))
     torch.testing.assert_close(happy[0, :SPEAKER_EMBED_DIM], want)
+    again = synth.condition(SynthesisRequest(text="other text", emotion="happy", emotion_alpha=0.5))
+    assert again is happy  # cached by the voice, label and α; the shift is part of what the key names
     torch.testing.assert_close(
         happy[0, SPEAKER_EMBED_DIM:],
         plain.condition(SynthesisRequest(text=TEXT, emotion="happy", emotion_alpha=0.5))[0, SPEAKER_EMBED_DIM:],
