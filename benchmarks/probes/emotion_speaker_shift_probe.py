@@ -10,7 +10,8 @@ inside what the model was trained on: for each label e, the data's shift d_e = m
 (unit mean GE2E of the speaker's e clips − unit mean GE2E of its neutral clips), and a label request is
 conditioned on unit(voice + β·α·d_e) ⊕ α·table(e) instead of voice ⊕ α·table(e). Then `rtvox eval` runs as
 usual (its --emotion check renders label requests). Use a model directory without `emotion_prosody` in its
-config to hear the shift alone; the prior was solved without it.
+config to hear the shift alone (and without `emotion_speaker_shift`, which would add to this one); the prior was
+solved without it.
 """
 
 from __future__ import annotations
@@ -26,15 +27,10 @@ import numpy as np
 
 from rtvox.eval.intelligibility import parse_sets
 from rtvox.eval.runner import EvalOptions, run_eval, write_results
+from rtvox.models.prosody import EmotionSpeakerShift
 from rtvox.runtime.synthesizer import Synthesizer
 from rtvox.training.data import load_acoustic
 from rtvox.training.speaker_shift import speaker_shift
-
-
-def emotion_shifts(data_dir: Path) -> dict[str, np.ndarray]:
-    """Label -> the data's mean speaker-centred GE2E shift of that emotion (float32 [256])."""
-    shift = speaker_shift(load_acoustic(data_dir))
-    return {name: np.asarray(v, np.float32) for name, v in shift.shifts.items()}
 
 
 def main() -> None:
@@ -45,18 +41,18 @@ def main() -> None:
     p.add_argument("--sets", default="en,zh")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args()
-    shifts = emotion_shifts(args.data)
-    print({k: round(float(np.linalg.norm(v)), 3) for k, v in shifts.items()}, flush=True)
+    measured = speaker_shift(load_acoustic(args.data))
+    shift = EmotionSpeakerShift({k: tuple(args.beta * x for x in v) for k, v in measured.shifts.items()})
+    print({k: round(float(np.linalg.norm(v)), 3) for k, v in measured.shifts.items()}, flush=True)
     plain = Synthesizer.condition
 
     def shifted(self: Synthesizer, request):  # type: ignore[no-untyped-def]
-        if request.emotion_ref is not None or request.emotion in (None, "neutral") or request.emotion not in shifts:
+        if request.emotion_ref is not None:
             return plain(self, request)
         base = request.speaker_embedding
         if base is None:
             base = self.voices.get(request.voice or self.default_voice).embedding
-        moved = np.asarray(base, np.float32) + args.beta * request.emotion_alpha * shifts[request.emotion]
-        moved = moved / np.linalg.norm(moved)
+        moved = shift.apply(base, request.emotion, float(request.emotion_alpha))
         return plain(self, dataclasses.replace(request, speaker_embedding=moved))
 
     Synthesizer.condition = shifted  # type: ignore[method-assign]
@@ -78,9 +74,7 @@ def main() -> None:
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     md = write_results(run_eval(options), args.out)
-    (args.out.with_suffix(".shifts.json")).write_text(
-        json.dumps({k: v.round(5).tolist() for k, v in shifts.items()}), "utf-8"
-    )
+    (args.out.with_suffix(".shifts.json")).write_text(json.dumps(measured.to_dict()), "utf-8")
     print(md.read_text("utf-8"))
 
 

@@ -127,16 +127,12 @@ class ModelConfig:
         for key in ("acoustic", "vocoder", "emotion"):
             data[key] = data[key].to_dict()
         data["skip_symbols"] = list(self.skip_symbols)
-        prior = self.emotion_prosody.to_dict()
-        if prior:
-            data["emotion_prosody"] = prior
-        else:  # the identity prior writes no key: config.json (and so model_hash) stays as before
-            del data["emotion_prosody"]
-        shift = self.emotion_speaker_shift.to_dict()
-        if shift:
-            data["emotion_speaker_shift"] = shift
-        else:
-            del data["emotion_speaker_shift"]
+        for key in ("emotion_prosody", "emotion_speaker_shift"):
+            value = data[key].to_dict()
+            if value:
+                data[key] = value
+            else:  # an empty one writes no key: config.json (and so model_hash) stays as before
+                del data[key]
         return data
 
     @classmethod

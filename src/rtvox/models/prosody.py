@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -143,10 +144,8 @@ class EmotionSpeakerShift:
     shifts: dict[str, tuple[float, ...]] = field(default_factory=dict)
     source: dict[str, Any] = field(default_factory=dict)
 
-    def apply(self, embedding: Any, emotion: str | None, alpha: float) -> Any:
+    def apply(self, embedding: np.ndarray, emotion: str | None, alpha: float) -> np.ndarray:
         """The speaker embedding (float32 numpy [256]) a label request at strength `alpha` is conditioned on."""
-        import numpy as np
-
         shift = None if emotion in (None, "neutral") else self.shifts.get(emotion)
         if shift is None or alpha == 0:
             return embedding
