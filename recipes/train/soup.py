@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-PROGRESS = "progress.json"
+from rtvox.training.checkpoint import PROGRESS_NAME as PROGRESS
 
 
 def soup(a: Path, b: Path, out: Path, weight: float = 0.5) -> list[str]:
