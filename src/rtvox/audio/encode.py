@@ -3,6 +3,8 @@
 Formats are those of `rtvox.constants.AUDIO_FORMATS`. wav/pcm are written by hand (16-bit little-endian),
 flac through libsndfile, mp3/opus/aac through FFmpeg (PyAV). `StreamEncoder` serves chunked responses:
 every `encode` returns the bytes ready so far and the concatenation of all returned bytes is one valid file.
+flac is the exception: it is sent whole at the end, because a streamed FLAC cannot know its length and writes
+"unknown" (0) into its header, which libsndfile (Python's soundfile) reads as an endless file and fails on.
 `write_audio` writes through a temporary file and `os.replace`, so a crash never leaves half a file.
 """
 
@@ -120,7 +122,7 @@ def encode_audio(wav: np.ndarray, sr: int, fmt: str) -> bytes:
     if fmt == "wav":
         pcm = to_pcm16(wav)
         return wav_header(sr, len(pcm)) + pcm
-    if fmt == "flac":
+    if fmt == "flac" and np.asarray(wav).size:  # libsndfile writes nothing at all for no samples: FFmpeg below
         buffer = io.BytesIO()
         sf.write(buffer, np.clip(_as_mono_float(wav), -1.0, 1.0), sr, format="FLAC", subtype="PCM_16")
         return buffer.getvalue()
@@ -145,7 +147,8 @@ class StreamEncoder:
 
     Owns one encoder state for one stream: call `encode` per chunk of mono float audio (any length) and send
     what it returns, then `flush` once at the end. Some codecs hold samples back until a frame is full, so a
-    call may return b"". wav streams carry a header whose sizes mean "until the end of the stream".
+    call may return b"". wav streams carry a header whose sizes mean "until the end of the stream"; flac holds
+    everything back and `flush` returns one complete file (see the module's docstring).
     """
 
     def __init__(self, fmt: str, sr: int) -> None:
@@ -155,7 +158,8 @@ class StreamEncoder:
         self._header_sent = False
         self._sink: _ChunkSink | None = None
         self._writer: _FFmpegWriter | None = None
-        if self.fmt in _FFMPEG_FORMATS:
+        self._held: list[np.ndarray] | None = [] if self.fmt == "flac" else None  # flac goes out whole at flush
+        if self.fmt in _FFMPEG_FORMATS and self._held is None:
             self._sink = _ChunkSink()
             self._writer = _FFmpegWriter(_FFMPEG_FORMATS[self.fmt], sr, self._sink, streaming=True)
 
@@ -164,6 +168,9 @@ class StreamEncoder:
         if self._closed:
             raise RuntimeError("StreamEncoder.encode called after flush")
         chunk = _as_mono_float(chunk)
+        if self._held is not None:
+            self._held.append(chunk.copy())
+            return b""
         if self._writer is not None and self._sink is not None:
             self._writer.write(chunk)
             return self._sink.take()
@@ -174,6 +181,10 @@ class StreamEncoder:
         if self._closed:
             return b""
         self._closed = True
+        if self._held is not None:  # one complete file whose header carries the length
+            audio = np.concatenate(self._held) if self._held else np.zeros(0, dtype=np.float32)
+            self._held = []
+            return encode_audio(audio, self.sr, self.fmt)
         if self._writer is not None and self._sink is not None:
             self._writer.close()
             return self._sink.take()

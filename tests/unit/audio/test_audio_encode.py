@@ -69,8 +69,33 @@ def test_stream_round_trip(fmt: str, speech: Speech, correlate: Correlate) -> No
     else:
         assert wav.shape[0] - 5 <= out.shape[0] <= wav.shape[0] + MAX_EXTRA_SAMPLES
         assert correlate(wav, out) > 0.97
-    # Bytes come out while streaming, not only at the end.
-    assert sum(len(p) for p in parts[:-1]) > 0
+    if fmt == "flac":  # sent whole: its header must carry the length (below)
+        assert sum(len(p) for p in parts[:-1]) == 0
+    else:  # bytes come out while streaming, not only at the end
+        assert sum(len(p) for p in parts[:-1]) > 0
+
+
+@pytest.mark.parametrize("fmt", ["wav", "flac"])
+def test_streamed_file_reads_with_soundfile_to_its_length(fmt: str, speech: Speech) -> None:
+    # What a client does with a saved response: soundfile (libsndfile) must find a finite, exact length. A
+    # FLAC streamed through FFmpeg says "unknown length" (0) in its header, which libsndfile reads as endless.
+    import io
+
+    import soundfile as sf
+
+    wav = speech(SR, 0.7, seed=5)
+    encoder = StreamEncoder(fmt, SR)
+    data = b"".join([*(encoder.encode(c) for c in _chunks(wav)), encoder.flush()])
+    out, sr = sf.read(io.BytesIO(data), dtype="float32")
+    assert sr == SR and out.shape == wav.shape
+    np.testing.assert_allclose(out, wav, atol=1.0 / 32767 + 1e-6)
+
+
+def test_empty_flac_stream_is_a_valid_empty_file() -> None:
+    encoder = StreamEncoder("flac", SR)
+    data = encoder.flush()
+    assert data[:4] == b"fLaC"
+    assert encoder.flush() == b""
 
 
 @pytest.mark.parametrize("fmt", ["pcm", "wav"])
