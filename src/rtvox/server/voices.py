@@ -95,6 +95,14 @@ class VoiceRegistry:
             return name
         if await self._fetch_shared(name):
             return name
+        labelled = [v.name for v in self.store.list() if not v.builtin and v.description == name]
+        if len(labelled) == 1:  # the name given at upload, as the voice list shows it
+            return labelled[0]
+        if labelled:
+            raise InputError(
+                f"{len(labelled)} cloned voices are named {name!r} ({', '.join(sorted(labelled))}); pass one's id",
+                param="voice",
+            )
         builtins = ", ".join(self.store.builtin_names)
         raise VoiceNotFoundError(
             f"unknown voice {name!r}; use a built-in ({builtins}), an OpenAI voice name "

@@ -79,3 +79,15 @@ def test_bad_uploads(client: TestClient) -> None:
 def test_upload_size_limit(fake_service: FakeService) -> None:
     with make_client(fake_service, max_upload_bytes=64 * 1024) as client:
         assert_openai_error(upload(client, clip=CLIP), 413)
+
+
+def test_a_clone_answers_to_its_unique_upload_name(client: TestClient, fake_service: FakeService) -> None:
+    first = upload(client, name="narrator_b").json()
+    assert speech(client, voice="narrator_b").status_code == 200
+    assert fake_service.requests[-1].voice == first["id"]
+    second = upload(client, name="narrator_b").json()
+    error = assert_openai_error(speech(client, voice="narrator_b"), 400, "voice")
+    assert first["id"] in error["message"] and second["id"] in error["message"]
+    assert speech(client, voice=second["id"]).status_code == 200  # ids always work
+    assert fake_service.requests[-1].voice == second["id"]
+    assert_openai_error(speech(client, voice="narrator_c"), 404, "voice")
