@@ -105,7 +105,7 @@ def main() -> None:
     synth = Synthesizer(args.model, device="cpu", backend="eager")
     prepared = [synth.prepare(SynthesisRequest(text=t.text)) for t in make_texts(256, 0)]
     later = [(p, i) for p in prepared for i in range(1, len(p.chunks))][: args.rows]
-    rows = [(p.chunks[i].ids, p.cond, p.request, 0, p.prosody) for p, i in later]
+    rows = [(p.chunks[i].ids, p.cond, p.request, 0, p.prosody, p.chunks[i].rate) for p, i in later]
     inputs = PipelineInputs(*encode_inputs(rows, torch.device("cpu")))
     dev = torch.device(args.device)
     engine = PipelineEngine(synth.bundle, dev, ShapeProfile.preset("serve"), compile_mode=None)

@@ -23,7 +23,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -56,6 +56,7 @@ VOICES_NAME = "voices.safetensors"
 VOICES_META_NAME = "voices.json"
 CARD_NAME = "MODEL_CARD.md"
 MODULES: tuple[str, ...] = ("acoustic", "vocoder", "emotion")  # weight file stems
+LANGUAGE_RATE_MIN, LANGUAGE_RATE_MAX = 0.5, 2.0  # a config's natural-rate factors stay within the speed range
 MAX_FILE_BYTES = 16 * 2**20  # per safetensors file; larger modules are sharded
 _HEADER_BYTES_PER_TENSOR = 160  # generous estimate of one tensor's entry in a safetensors JSON header
 _FIX = "copy the complete model directory again, or re-create it with ModelBundle.save"
@@ -82,6 +83,9 @@ class ModelConfig:
     emotion_prosody: EmotionProsody = dataclasses.field(default_factory=EmotionProsody)
     # Per-emotion direction a label moves the voice's speaker embedding (rtvox.models.prosody); absent = none.
     emotion_speaker_shift: EmotionSpeakerShift = dataclasses.field(default_factory=EmotionSpeakerShift)
+    # Natural speaking rate per language (phoneme tag "en", "zh"), multiplying the request's speed: 0.9 speaks that
+    # language's phonemes 1/0.9 times as long. Absent languages: 1.0. Empty (the default) writes no key.
+    language_rates: dict[str, float] = dataclasses.field(default_factory=dict)
     format_version: int = FORMAT_VERSION
 
     # whole-model preset → (acoustic, vocoder, emotion) presets
@@ -102,6 +106,23 @@ class ModelConfig:
             )
         if not self.acoustic.n_mels == self.vocoder.n_mels == self.emotion.n_mels == self.n_mels:
             raise ValueError("n_mels differs between the components")
+        for lang, rate in self.language_rates.items():
+            if not isinstance(lang, str) or isinstance(rate, bool) or not isinstance(rate, int | float):
+                raise ValueError("language_rates must map language tags to numbers")
+            if not LANGUAGE_RATE_MIN <= rate <= LANGUAGE_RATE_MAX:
+                bounds = f"{LANGUAGE_RATE_MIN}-{LANGUAGE_RATE_MAX}"
+                raise ValueError(f"language_rates[{lang!r}] = {rate} is outside {bounds}")
+
+    def chunk_rate(self, phonemes: Sequence[str]) -> float:
+        """The natural-rate factor of a chunk (multiplies the request's speed): 1 / the phoneme-count-weighted mean
+        of 1 / rate over its tagged phonemes ("en:ʃ" → "en"), so a chunk's length grows as its phonemes' would."""
+        if not self.language_rates:
+            return 1.0
+        langs = [p.split(":", 1)[0] for p in phonemes if ":" in p]
+        if not langs:
+            return 1.0
+        stretch = sum(1.0 / self.language_rates.get(lang, 1.0) for lang in langs) / len(langs)
+        return 1.0 / stretch
 
     @classmethod
     def preset(cls, preset: str, *, vocab_size: int, name: str | None = None, version: str = "0.1.0") -> ModelConfig:
@@ -127,6 +148,10 @@ class ModelConfig:
         for key in ("acoustic", "vocoder", "emotion"):
             data[key] = data[key].to_dict()
         data["skip_symbols"] = list(self.skip_symbols)
+        if self.language_rates:
+            data["language_rates"] = dict(sorted(self.language_rates.items()))
+        else:  # as the empty priors below: no key, same model_hash as before the field existed
+            del data["language_rates"]
         for key in ("emotion_prosody", "emotion_speaker_shift"):
             value = data[key].to_dict()
             if value:
@@ -143,6 +168,10 @@ class ModelConfig:
         data["emotion"] = EmotionConfig.from_dict(data["emotion"])
         data["emotion_prosody"] = EmotionProsody.from_dict(data.get("emotion_prosody", {}))
         data["emotion_speaker_shift"] = EmotionSpeakerShift.from_dict(data.get("emotion_speaker_shift", {}))
+        rates = data.get("language_rates", {})
+        if not isinstance(rates, dict):
+            raise ModelError(f"{CONFIG_NAME}: language_rates must be an object of language -> rate; {_FIX}")
+        data["language_rates"] = dict(rates)
         try:
             return cls(**data)
         except (TypeError, ValueError) as e:

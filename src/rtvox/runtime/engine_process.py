@@ -60,7 +60,7 @@ def job_row(job: ChunkJob) -> Row:
         chunk.ids,
         chunk.target_frames,
         cond,
-        request.speed,
+        request.speed * chunk.rate,  # the child's chunk has rate 1: the factor travels in the speed
         request.pitch_scale,
         request.energy_scale,
         request.duration,

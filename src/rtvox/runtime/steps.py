@@ -42,6 +42,8 @@ class PreparedChunk:
     # where each id's phoneme sits in `phonemes` (the model's skip_symbols are left out and take 0 frames);
     # empty: one id per phoneme
     positions: tuple[int, ...] = ()
+    # the model's natural-rate factor for the chunk's languages (ModelConfig.chunk_rate), times the request's speed
+    rate: float = 1.0
 
     def phoneme_durations(self, durations: Sequence[int]) -> tuple[int, ...]:
         """Frames per phoneme of `phonemes` from the model's frames per id."""
@@ -84,18 +86,19 @@ class ChunkJob:
     index: int  # position of the chunk in prepared.chunks
 
 
-EncodeRow = tuple[Sequence[int], torch.Tensor, SynthesisRequest, int, ProsodyRow]
+# (ids, cond [1, C], request, target frames, prosody row, the chunk's rate factor)
+EncodeRow = tuple[Sequence[int], torch.Tensor, SynthesisRequest, int, ProsodyRow, float]
 
 
 def encode_row(job: ChunkJob) -> EncodeRow:
     """The acoustic_encode row of one job's chunk."""
     chunk = job.prepared.chunks[job.index]
-    return chunk.ids, job.prepared.cond, job.prepared.request, chunk.target_frames, job.prepared.prosody
+    return chunk.ids, job.prepared.cond, job.prepared.request, chunk.target_frames, job.prepared.prosody, chunk.rate
 
 
 def encode_inputs(rows: Sequence[EncodeRow], device: torch.device) -> tuple[torch.Tensor, ...]:
-    """(ids, cond[1, C], request, target frames, prosody row) per row -> the 8 inputs of acoustic_encode, padded
-    to the longest.
+    """(ids, cond[1, C], request, target frames, prosody row, rate) per row -> the 8 inputs of acoustic_encode,
+    padded to the longest. A row's speed is the request's times the chunk's rate factor.
 
     phonemes Long[B, N] (0 = pad id), mask Bool[B, N], cond [B, C], speed [B], target Long[B], pitch [B], energy [B],
     prosody [B, 4].
@@ -107,7 +110,7 @@ def encode_inputs(rows: Sequence[EncodeRow], device: torch.device) -> tuple[torc
     phonemes_np[mask_np] = np.fromiter(itertools.chain.from_iterable(r[0] for r in rows), np.int64, int(lengths.sum()))
     phonemes, mask = torch.from_numpy(phonemes_np), torch.from_numpy(mask_np)
     cond = torch.cat([r[1] for r in rows]).to(device)  # one copy (one sync) when conds live on another device
-    speed = torch.tensor([r[2].speed for r in rows], dtype=torch.float32)
+    speed = torch.tensor([r[2].speed * r[5] for r in rows], dtype=torch.float32)
     target = torch.tensor([r[3] for r in rows], dtype=torch.long)
     pitch = torch.tensor([r[2].pitch_scale for r in rows], dtype=torch.float32)
     energy = torch.tensor([r[2].energy_scale for r in rows], dtype=torch.float32)
@@ -135,10 +138,13 @@ def natural_frames(
     prosody: ProsodyRow = IDENTITY_ROW,
     *,
     device: torch.device | None = None,
+    rates: Sequence[float] | None = None,
 ) -> list[int]:
     """Each chunk's frame count with no target, from one batched acoustic_encode call on `device` (default:
-    cond's)."""
-    inputs = encode_inputs([(ids, cond, request, 0, prosody) for ids in chunks], device or cond.device)
+    cond's); `rates`: each chunk's rate factor (default 1)."""
+    factors = [1.0] * len(chunks) if rates is None else rates
+    rows = [(ids, cond, request, 0, prosody, rate) for ids, rate in zip(chunks, factors, strict=True)]
+    inputs = encode_inputs(rows, device or cond.device)
     _, durations = engines["acoustic_encode"](*inputs)[:2]
     return [int(d) for d in durations.sum(1).tolist()]
 

@@ -22,7 +22,7 @@ from rtvox.engines.quality import random_inputs
 from rtvox.engines.shapes import ShapeProfile
 from rtvox.errors import AudioInputError, InputError, ModelError, TextError
 from rtvox.models.ar_bundle import ARBundle, load_bundle
-from rtvox.models.bundle import ModelBundle
+from rtvox.models.bundle import ModelBundle, ModelConfig
 from rtvox.models.emotion import fuse_condition
 from rtvox.models.prosody import IDENTITY_ROW, ProsodyRow
 from rtvox.models.speaker import SpeakerEncoder, default_speaker_encoder_dir
@@ -269,6 +269,8 @@ class Synthesizer:
         skip = self.bundle.config.skip_symbols
         encoded = [self.vocab.encode_for_model(chunk.phonemes, skip) for chunk in front.chunks]
         ids = [i for i, _ in encoded]
+        config = self.bundle.config  # the AR family keeps its own lengths: no language rates
+        rates = [config.chunk_rate(c.phonemes) if isinstance(config, ModelConfig) else 1.0 for c in front.chunks]
         targets = [0] * len(ids)
         if request.duration is not None:
             # Exact total length: share the target among chunks by their natural lengths (an AR model's are unknown
@@ -276,11 +278,11 @@ class Synthesizer:
             if isinstance(self.bundle, ARBundle):
                 natural = [len(i) for i in ids]
             else:
-                natural = natural_frames(self.engines, ids, cond, request, prosody, device=self.device)
+                natural = natural_frames(self.engines, ids, cond, request, prosody, device=self.device, rates=rates)
             targets = allocate_frames(natural, round(request.duration * FRAMES_PER_SECOND))
         chunks = tuple(
-            PreparedChunk(text=c.text, phonemes=c.phonemes, ids=tuple(i), target_frames=t, positions=pos)
-            for c, (i, pos), t in zip(front.chunks, encoded, targets, strict=True)
+            PreparedChunk(text=c.text, phonemes=c.phonemes, ids=tuple(i), target_frames=t, positions=pos, rate=r)
+            for c, (i, pos), t, r in zip(front.chunks, encoded, targets, rates, strict=True)
         )
         prepared = PreparedRequest(
             request=request, normalized=front.normalized, chunks=chunks, cond=cond, prosody=prosody, tilt=tilt

@@ -325,6 +325,41 @@ def speaker_shift(
     typer.echo(f"wrote {model / 'config.json'}")
 
 
+@train_app.command("language-rate")
+def language_rate(
+    model: Annotated[Path, typer.Option("--model", help="model directory whose config.json gets the rates")],
+    rates: Annotated[list[str], typer.Argument(help="LANG=RATE pairs, e.g. en=0.9 (1 removes a language's rate)")],
+) -> None:
+    """Set the natural speaking rate per language in MODEL/config.json ("language_rates"): a chunk's speed is the
+    request's times its languages' rates (phoneme-weighted), so en=0.9 speaks English phonemes 1/0.9 as long."""
+    import dataclasses
+
+    from rtvox.models.bundle import LANGUAGE_RATE_MAX, LANGUAGE_RATE_MIN, ModelConfig
+    from rtvox.training.prosody_prior import update_config
+
+    parsed: dict[str, float] = {}
+    for item in rates:
+        lang, _, value = (part.strip() for part in item.partition("="))
+        try:
+            rate = float(value)
+        except ValueError:
+            rate = float("nan")
+        if not lang or not LANGUAGE_RATE_MIN <= rate <= LANGUAGE_RATE_MAX:
+            raise typer.BadParameter(
+                f"{item!r}: give LANG=RATE with RATE from {LANGUAGE_RATE_MIN} to {LANGUAGE_RATE_MAX}, e.g. en=0.9",
+                param_hint="RATES",
+            )
+        parsed[lang] = rate
+
+    def change(config: ModelConfig) -> ModelConfig:
+        merged = {**config.language_rates, **parsed}
+        return dataclasses.replace(config, language_rates={k: v for k, v in merged.items() if v != 1.0})
+
+    with one_message():
+        config = update_config(model, change)
+    typer.echo(f"language_rates {config.language_rates}; wrote {model / 'config.json'}")
+
+
 @train_app.command("export-ar")
 def export_ar(
     codec_snapshot: Annotated[Path, typer.Option("--codec", help="snapshot folder of the codec (rtvox train codec)")],

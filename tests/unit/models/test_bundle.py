@@ -169,3 +169,21 @@ def test_make_random_bundle_is_seeded(tmp_path: Path) -> None:
     assert first.config.vocab_size == 3 and list(first.voices) == ["solo"]
     assert torch.equal(first.voices["solo"], second.voices["solo"])
     assert model_hash(tmp_path / "a") == model_hash(tmp_path / "b")
+
+
+def test_language_rates_round_trip_validate_and_weight_a_mixed_chunk(bundle_copy: Callable[[], Path]) -> None:
+    config = ModelConfig.preset("tiny", vocab_size=VOCAB_SIZE)
+    assert "language_rates" not in config.to_dict()  # absent stays absent: the model hash does not move
+    assert config.chunk_rate(("en:h", "en:ə", "#1")) == 1.0
+    rated = ModelConfig.from_dict({**config.to_dict(), "language_rates": {"en": 0.8}})
+    assert ModelConfig.from_dict(json.loads(json.dumps(rated.to_dict()))) == rated
+    assert rated.chunk_rate(("en:h", "en:ə", "#1")) == pytest.approx(0.8)
+    assert rated.chunk_rate(("zh:n", "zh:i3", "#3")) == 1.0
+    assert rated.chunk_rate(("#4",)) == 1.0
+    # half en, half zh: durations grow by the mean of 1/0.8 and 1/1
+    assert rated.chunk_rate(("en:h", "en:ə", "zh:n", "zh:i3")) == pytest.approx(1 / ((1 / 0.8 + 1.0) / 2))
+    for bad, message in (({"en": 0.1}, "outside"), ({"en": "slow"}, "numbers"), (["en"], "language_rates")):
+        path = bundle_copy()
+        _edit_config(path, lambda d, bad=bad: d.update(language_rates=bad))
+        with pytest.raises(ModelError, match=message):
+            ModelBundle.load(path)

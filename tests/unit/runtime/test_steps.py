@@ -250,12 +250,16 @@ def test_encode_inputs_pads_ragged_rows_and_keeps_per_row_settings() -> None:
     ids = [(5, 6, 7), (9,), (1, 2, 3, 4, 8)]
     requests = [SynthesisRequest(text="a", speed=s, pitch_scale=p) for s, p in ((1.0, 1.0), (0.5, 1.2), (2.0, 0.8))]
     conds = [torch.full((1, 4), float(i)) for i in range(3)]
-    rows = [(i, c, r, t, IDENTITY_ROW) for i, c, r, t in zip(ids, conds, requests, (0, 40, 0), strict=True)]
+    rates = (1.0, 1.0, 0.9)  # the third chunk's language speaks at 0.9 of the request's speed
+    rows = [
+        (i, c, r, t, IDENTITY_ROW, rate)
+        for i, c, r, t, rate in zip(ids, conds, requests, (0, 40, 0), rates, strict=True)
+    ]
     phonemes, mask, cond, speed, target, pitch, energy, prosody = encode_inputs(rows, torch.device("cpu"))
     assert phonemes.dtype == torch.long and mask.dtype == torch.bool and phonemes.shape == (3, 5)
     assert phonemes.tolist() == [[5, 6, 7, 0, 0], [9, 0, 0, 0, 0], [1, 2, 3, 4, 8]]
     assert mask.tolist() == [[True] * 3 + [False] * 2, [True] + [False] * 4, [True] * 5]
     assert cond[:, 0].tolist() == [0.0, 1.0, 2.0]
-    assert speed.tolist() == [1.0, 0.5, 2.0] and target.tolist() == [0, 40, 0]
+    assert speed.tolist() == pytest.approx([1.0, 0.5, 1.8]) and target.tolist() == [0, 40, 0]
     assert pitch.tolist() == pytest.approx([1.0, 1.2, 0.8]) and energy.tolist() == [1.0, 1.0, 1.0]
     assert prosody.shape == (3, 4)
