@@ -269,8 +269,12 @@ class Synthesizer:
         skip = self.bundle.config.skip_symbols
         encoded = [self.vocab.encode_for_model(chunk.phonemes, skip) for chunk in front.chunks]
         ids = [i for i, _ in encoded]
-        config = self.bundle.config  # the AR family keeps its own lengths: no language rates
-        rates = [config.chunk_rate(c.phonemes) if isinstance(config, ModelConfig) else 1.0 for c in front.chunks]
+        # Language rates are the neutral speaking rate: a label's prosody prior sets its own duration ratio (solved
+        # against the model's native rate), so emotional requests keep that; the AR family keeps its own lengths.
+        config = self.bundle.config
+        rates = [1.0] * len(front.chunks)
+        if isinstance(config, ModelConfig) and prosody == IDENTITY_ROW:
+            rates = [config.chunk_rate(c.phonemes) for c in front.chunks]
         targets = [0] * len(ids)
         if request.duration is not None:
             # Exact total length: share the target among chunks by their natural lengths (an AR model's are unknown

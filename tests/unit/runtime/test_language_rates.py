@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rtvox.constants import FRAMES_PER_SECOND, HOP_LENGTH
+from rtvox.models.prosody import EmotionProsody
 from rtvox.runtime import Synthesizer
 from rtvox.runtime.steps import ChunkJob, encode_inputs, encode_row
 from rtvox.runtime.types import SynthesisRequest
@@ -52,3 +53,17 @@ def test_the_request_speed_multiplies_the_language_rate(runtime_model: Path, tmp
     job = ChunkJob(dataclasses.replace(prepared, request=request), 0)
     speeds = encode_inputs([encode_row(job)], prepared.cond.device)[3]
     assert speeds.tolist() == pytest.approx([0.8 * speed])
+
+
+def test_an_emotion_label_keeps_the_native_rate_its_prior_was_solved_against(
+    runtime_model: Path, tmp_path: Path
+) -> None:
+    rated = tmp_path / "rated"
+    shutil.copytree(runtime_model, rated)
+    update_config(rated, lambda c: dataclasses.replace(c, language_rates={"en": 0.8}))
+    happy = EmotionProsody.from_dict({"happy": {"pitch_shift": 0.3}})  # a label prior, so "happy" gets its row
+    update_config(rated, lambda c: dataclasses.replace(c, emotion_prosody=happy))
+    synth = _synth(rated)
+    assert all(c.rate == pytest.approx(0.8) for c in synth.prepare(SynthesisRequest(text=EN)).chunks)
+    assert all(c.rate == pytest.approx(0.8) for c in synth.prepare(SynthesisRequest(text=EN, emotion="neutral")).chunks)
+    assert all(c.rate == 1.0 for c in synth.prepare(SynthesisRequest(text=EN, emotion="happy")).chunks)
