@@ -16,8 +16,10 @@ import json
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
+from safetensors.torch import save as save_safetensors
 
+from rtvox.fsutil import atomic_write_bytes
 from rtvox.training.checkpoint import PROGRESS_NAME as PROGRESS
 
 
@@ -41,10 +43,10 @@ def soup(a: Path, b: Path, out: Path, weight: float = 0.5) -> list[str]:
             mixed[key] = (
                 (va.float() * (1 - weight) + vb.float() * weight).to(vb.dtype) if vb.is_floating_point() else vb
             )
-        save_file(mixed, str(out / name))
+        atomic_write_bytes(out / name, save_safetensors(mixed))  # a crash leaves no half-written shard
     progress = json.loads((b / PROGRESS).read_text(encoding="utf-8")) if (b / PROGRESS).is_file() else {}
     progress["soup"] = {"a": str(a), "b": str(b), "weight_of_b": weight}
-    (out / PROGRESS).write_text(json.dumps(progress, indent=1), encoding="utf-8")
+    atomic_write_bytes(out / PROGRESS, json.dumps(progress, indent=1).encode("utf-8"))
     return files
 
 
