@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rtvox.constants import (
     AUDIO_FORMATS,
@@ -85,6 +85,11 @@ class TTSRequest(BaseModel):
         default="audio", description="audio: raw bytes as made; sse: events per chunk; json: one document"
     )
     timestamps: bool = Field(default=False, description="Word and phoneme times (stream_format sse or json)")
+
+    @field_validator("emotion", mode="before")
+    @classmethod
+    def _emotion_label(cls, value: object) -> object:  # "Happy", " angry " name the same label as "happy"
+        return value.strip().lower() if isinstance(value, str) else value
 
 
 class WordTime(BaseModel):

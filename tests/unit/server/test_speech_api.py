@@ -173,6 +173,12 @@ def test_tts_audio_stream_with_controls(client: TestClient, fake_service: FakeSe
     assert (request.pitch_scale, request.energy_scale, request.seed) == (1.2, 0.8, 7)
 
 
+def test_tts_emotion_label_ignores_case_and_spaces(client: TestClient, fake_service: FakeService) -> None:
+    assert tts(client, emotion=" Angry ").status_code == 200
+    assert fake_service.requests[-1].emotion == "angry"
+    assert_openai_error(tts(client, emotion="ecstatic"), 400, "emotion")
+
+
 def test_tts_exact_duration(client: TestClient) -> None:
     response = tts(client, duration=1.5, response_format="pcm")
     assert response.status_code == 200
