@@ -66,6 +66,7 @@ class PreparedRequest:
     # the emotion prosody prior's row for this request (IDENTITY_ROW: none, neutral, or an emotion reference clip)
     prosody: ProsodyRow = IDENTITY_ROW
     tilt: float = 0.0  # the prior's spectral tilt, added to each decoded mel before the vocoder
+    warnings: tuple[str, ...] = ()  # the frontend's: what of the text is not spoken, and why
 
     @property
     def phoneme_count(self) -> int:
@@ -310,4 +311,5 @@ def audio_chunk(job: ChunkJob, wav: np.ndarray, frames_per_id: Sequence[int]) ->
         is_last=job.index == len(job.prepared.chunks) - 1,
         phonemes=chunk.phonemes,
         durations=chunk.phoneme_durations(frames_per_id),
+        warnings=job.prepared.warnings if job.index == 0 else (),
     )

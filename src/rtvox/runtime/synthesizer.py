@@ -289,7 +289,13 @@ class Synthesizer:
             for c, (i, pos), t, r in zip(front.chunks, encoded, targets, rates, strict=True)
         )
         prepared = PreparedRequest(
-            request=request, normalized=front.normalized, chunks=chunks, cond=cond, prosody=prosody, tilt=tilt
+            request=request,
+            normalized=front.normalized,
+            chunks=chunks,
+            cond=cond,
+            prosody=prosody,
+            tilt=tilt,
+            warnings=front.warnings,
         )
         if isinstance(self.bundle, ARBundle):
             check_request(self.bundle, prepared)

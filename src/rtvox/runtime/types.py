@@ -94,6 +94,8 @@ class AudioChunk:
     sample_rate: int = SAMPLE_RATE
     phonemes: tuple[str, ...] = field(default=())  # the chunk's phoneme sequence, boundary tokens included
     durations: tuple[int, ...] = field(default=())  # mel frames per phoneme, aligned with `phonemes`
+    # what the frontend left out of the request's text and why (first chunk only; e.g. a script rtvox cannot read)
+    warnings: tuple[str, ...] = field(default=())
 
     @property
     def seconds(self) -> float:

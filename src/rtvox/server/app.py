@@ -24,6 +24,7 @@ from rtvox.server.metrics import CONTENT_TYPE, Metrics, MetricsMiddleware
 from rtvox.server.protocol import SpeechService
 from rtvox.server.safety import ApiKeyCheck, BodyLimitMiddleware
 from rtvox.server.state import ServerState, get_state
+from rtvox.server.streaming import WARNINGS_HEADER
 from rtvox.server.voices import VoiceRegistry
 
 log = logging.getLogger("rtvox.server")
@@ -75,6 +76,7 @@ def create_app(service: SpeechService, config: ServerConfig | None = None) -> Fa
             allow_origins=list(config.cors_origins),
             allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
             allow_headers=["Authorization", "Content-Type"],
+            expose_headers=[WARNINGS_HEADER],  # pages may read what of their text was left out
             max_age=600,
         )
     app.add_middleware(MetricsMiddleware, metrics=metrics)

@@ -52,7 +52,7 @@ async def tts(body: TTSRequest, request: Request) -> StreamingResponse | JSONRes
         return StreamingResponse(
             native_sse_body(stream, fmt, timeline),
             media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache"},
+            headers=stream.headers({"Cache-Control": "no-cache"}),
         )
     if body.stream_format == "json":
         data = await collect(stream, fmt, None if timeline is None else timeline.add)
@@ -63,9 +63,10 @@ async def tts(body: TTSRequest, request: Request) -> StreamingResponse | JSONRes
             duration=round(stream.audio_seconds, 6),
             words=None if timeline is None else timeline.words,
             phonemes=None if timeline is None else timeline.phonemes,
+            warnings=list(stream.warnings) or None,
         )
-        return JSONResponse(result.model_dump(exclude_none=True))
-    return StreamingResponse(audio_body(stream, fmt), media_type=MEDIA_TYPES[fmt])
+        return JSONResponse(result.model_dump(exclude_none=True), headers=stream.headers())
+    return StreamingResponse(audio_body(stream, fmt), media_type=MEDIA_TYPES[fmt], headers=stream.headers())
 
 
 def _check_combinations(body: TTSRequest) -> None:

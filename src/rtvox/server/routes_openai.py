@@ -62,9 +62,9 @@ async def create_speech(body: SpeechRequest, request: Request) -> StreamingRespo
         return StreamingResponse(
             openai_sse_body(stream, fmt, len(body.input)),
             media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache"},
+            headers=stream.headers({"Cache-Control": "no-cache"}),
         )
-    return StreamingResponse(audio_body(stream, fmt), media_type=MEDIA_TYPES[fmt])
+    return StreamingResponse(audio_body(stream, fmt), media_type=MEDIA_TYPES[fmt], headers=stream.headers())
 
 
 @router.get("/models", response_model=ModelList, responses=ERRORS, summary="List models")

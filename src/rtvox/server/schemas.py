@@ -113,6 +113,7 @@ class TTSResult(BaseModel):
     duration: float  # seconds
     words: list[WordTime] | None = None
     phonemes: list[PhonemeTime] | None = None
+    warnings: list[str] | None = None  # what of the text was not spoken, and why (also the X-Rtvox-Warnings header)
 
 
 class VoiceObject(BaseModel):

@@ -28,6 +28,7 @@ from rtvox.server.stretch import time_stretch
 from rtvox.server.timestamps import Timeline
 
 log = logging.getLogger("rtvox.server")
+WARNINGS_HEADER = "X-Rtvox-Warnings"
 # Formats encoded by FFmpeg or libsndfile cost enough per chunk to run off the event loop; wav/pcm do not.
 _INLINE_FORMATS = ("wav", "pcm")
 
@@ -86,6 +87,18 @@ class ChunkStream:
 
     async def aclose(self) -> None:
         await _close(self._rest)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the frontend left out of the text (e.g. a script rtvox cannot read), known with the first chunk."""
+        return self._first.warnings if self._first is not None else ()
+
+    def headers(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """Response headers: `base` plus X-Rtvox-Warnings (a JSON list, ASCII-escaped) when text was left out."""
+        out = dict(base or {})
+        if self.warnings:
+            out[WARNINGS_HEADER] = json.dumps(list(self.warnings), ensure_ascii=True)
+        return out
 
 
 async def _close(iterator: AsyncIterator[AudioChunk]) -> None:

@@ -252,3 +252,16 @@ def test_failure_after_the_first_chunk_ends_sse_with_an_error_event(
     assert events[0]["type"] == "speech.audio.delta"
     assert events[-1]["type"] == "error" and events[-1]["status"] == 504
     assert set(events[-1]["error"]) == {"message", "type", "param", "code"}
+
+
+def test_text_left_unspoken_is_named_in_a_header(client: TestClient) -> None:
+    import json
+
+    partly = speech(client, input="Hello there, こんにちは.", response_format="wav")
+    assert partly.status_code == 200
+    warnings = json.loads(partly.headers["x-rtvox-warnings"])
+    assert any("こんにちは" in w for w in warnings), warnings
+    assert "x-rtvox-warnings" not in speech(client, response_format="wav").headers
+    document = tts(client, text="Hello there, こんにちは.", stream_format="json")
+    assert document.json()["warnings"] == warnings
+    assert "warnings" not in tts(client, stream_format="json").json()
