@@ -129,3 +129,18 @@ def test_page_shows_errors(page_server: LiveServer, browser: object) -> None:
     d.find_element(By.ID, "speak").click()  # type: ignore[attr-defined]
     _wait_state(d, "window.rtvox.status === 'error'")
     assert "nothing to speak" in d.find_element(By.ID, "status").text  # type: ignore[attr-defined]
+
+
+def test_page_names_text_it_did_not_speak(page_server: LiveServer, browser: object) -> None:
+    from selenium.webdriver.common.by import By
+
+    d = browser
+    d.get(page_server.url + "/")  # type: ignore[attr-defined]
+    _wait_state(d, "window.rtvox && window.rtvox.status === 'ready'")
+    d.find_element(By.ID, "text").clear()  # type: ignore[attr-defined]
+    d.find_element(By.ID, "text").send_keys("Hello there, Привет.")  # type: ignore[attr-defined]
+    d.find_element(By.ID, "speak").click()  # type: ignore[attr-defined]
+    _wait_state(d, "window.rtvox.status === 'done' || window.rtvox.status === 'error'")
+    assert d.execute_script("return window.rtvox.status;") == "done"  # type: ignore[attr-defined]
+    status = d.find_element(By.ID, "status").text  # type: ignore[attr-defined]
+    assert "not spoken" in status and "Привет" in status, status

@@ -4,7 +4,7 @@
 
 const SAMPLE_RATE = 24000;
 const $ = (id) => document.getElementById(id);
-const state = { status: "idle", samples: 0, chunks: 0, ttfaMs: null, error: null, voices: [], peak: 0 };
+const state = { status: "idle", samples: 0, chunks: 0, ttfaMs: null, error: null, voices: [], peak: 0, warnings: [] };
 window.rtvox = state;
 
 let audioCtx = null;
@@ -17,6 +17,13 @@ function headers(extra) {
   const key = $("api-key").value.trim();
   if (key) h["Authorization"] = "Bearer " + key;
   return h;
+}
+
+// What the server left out of the text (a script it cannot read), from its X-Rtvox-Warnings header.
+function unspoken(response) {
+  const header = response.headers.get("X-Rtvox-Warnings");
+  if (!header) return [];
+  try { return JSON.parse(header); } catch (err) { return [header]; }
 }
 
 function setStatus(text, status) {
@@ -168,6 +175,7 @@ async function speak() {
       signal: controller.signal,
     });
     if (!response.ok) throw new Error(await errorMessage(response));
+    state.warnings = unspoken(response);
     const reader = response.body.getReader();
     let carry = null;  // an odd byte left over between network chunks
     for (;;) {
@@ -189,7 +197,8 @@ async function speak() {
     const link = $("download");
     link.href = URL.createObjectURL(wavBlob());
     link.hidden = false;
-    setStatus("done: " + (state.samples / SAMPLE_RATE).toFixed(2) + " s of audio, first audio after " + state.ttfaMs + " ms", "done");
+    const skipped = state.warnings.length ? " — not spoken: " + state.warnings.join("; ") : "";
+    setStatus("done: " + (state.samples / SAMPLE_RATE).toFixed(2) + " s of audio, first audio after " + state.ttfaMs + " ms" + skipped, "done");
   } catch (err) {
     if (err.name === "AbortError") { setStatus("stopped", "stopped"); }
     else { state.error = String(err.message || err); setStatus("error: " + state.error, "error"); }
