@@ -86,8 +86,9 @@ def test_openai_client_errors(client: openai.OpenAI, live: LiveServer) -> None:
     with pytest.raises(openai.BadRequestError) as bad_speed:
         client.audio.speech.create(model="tts-1", voice="alloy", input="hi", speed=5.0)
     assert bad_speed.value.body["param"] == "speed"  # type: ignore[index]
-    with pytest.raises(openai.NotFoundError):
+    with pytest.raises(openai.BadRequestError) as bad_voice:  # as OpenAI answers a voice it does not have
         client.audio.speech.create(model="tts-1", voice="nobody", input="hi")
+    assert bad_voice.value.body["param"] == "voice" and bad_voice.value.body["code"] == "voice_not_found"  # type: ignore[index]
     with pytest.raises(openai.BadRequestError):
         client.audio.speech.create(model="tts-1", voice="alloy", input="x" * 4097)
     with pytest.raises(openai.BadRequestError):

@@ -76,8 +76,9 @@ def to_api_error(exc: BaseException) -> APIError:
     """The response an exception from the runtime or the framework stands for."""
     if isinstance(exc, APIError):
         return exc
-    if isinstance(exc, VoiceNotFoundError):
-        return APIError(404, str(exc), param=exc.param or "voice", code="voice_not_found")
+    if isinstance(exc, VoiceNotFoundError):  # a resource in the path (DELETE …/voices/{id}) is 404; a body field 400,
+        param = exc.param or "voice"  # as OpenAI answers an unknown `voice` (the openai client's BadRequestError)
+        return APIError(404 if param == "voice_id" else 400, str(exc), param=param, code="voice_not_found")
     if isinstance(exc, AudioInputError):
         return APIError(400, str(exc), param=exc.param, code="invalid_audio")
     if isinstance(exc, InputError):

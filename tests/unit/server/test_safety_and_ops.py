@@ -68,7 +68,7 @@ def test_health_ready_metrics(client: TestClient) -> None:
     speech(client, voice="nobody")
     text = client.get("/metrics").text
     assert 'rtvox_http_requests_total{method="POST",route="/v1/audio/speech",status="200"} 1.0' in text
-    assert 'rtvox_http_requests_total{method="POST",route="/v1/audio/speech",status="404"} 1.0' in text
+    assert 'rtvox_http_requests_total{method="POST",route="/v1/audio/speech",status="400"} 1.0' in text
     for name in (
         "rtvox_time_to_first_audio_seconds_bucket",
         "rtvox_synthesis_duration_seconds_bucket",

@@ -93,7 +93,7 @@ def test_voice_names_aliases_and_objects(client: TestClient, fake_service: FakeS
         assert speech(client, voice=name, response_format="pcm").status_code == 200
         assert fake_service.requests[-1].voice in ("anna", "ben")
     assert speech(client, voice={"id": "ben"}).status_code == 200
-    assert_openai_error(speech(client, voice={"id": "voice_doesnotexist"}), 404, "voice")
+    assert_openai_error(speech(client, voice={"id": "voice_doesnotexist"}), 400, "voice")
 
 
 def test_instructions_set_emotion(client: TestClient, fake_service: FakeService) -> None:

@@ -51,7 +51,7 @@ def test_clone_use_delete_and_survive_restart(fake_service: FakeService, tiny_mo
         deleted = client.delete(f"/v1/audio/voices/{voice['id']}")
         assert deleted.json() == {"id": voice["id"], "object": "audio.voice.deleted", "deleted": True}
         assert_openai_error(client.delete(f"/v1/audio/voices/{voice['id']}"), 404)
-        assert_openai_error(speech(client, voice=voice["id"]), 404, "voice")
+        assert_openai_error(speech(client, voice=voice["id"]), 400, "voice")
 
 
 @pytest.mark.parametrize("voice_id", ["..%2F..%2Fetc%2Fpasswd", "a.b", "%2E%2E", "x" * 65, "-leading"])
@@ -90,4 +90,4 @@ def test_a_clone_answers_to_its_unique_upload_name(client: TestClient, fake_serv
     assert first["id"] in error["message"] and second["id"] in error["message"]
     assert speech(client, voice=second["id"]).status_code == 200  # ids always work
     assert fake_service.requests[-1].voice == second["id"]
-    assert_openai_error(speech(client, voice="narrator_c"), 404, "voice")
+    assert_openai_error(speech(client, voice="narrator_c"), 400, "voice")
