@@ -118,29 +118,25 @@ def test_page_streams_speech_and_clones(page_server: LiveServer, browser: object
     assert d.execute_script("return window.rtvox.status;") == "done"  # type: ignore[attr-defined]
 
 
-def test_page_shows_errors(page_server: LiveServer, browser: object) -> None:
+def _speak(d: object, url: str, text: str, until: str) -> str:
+    """Open the page, speak `text`, wait for the JS condition `until`; the status line's text."""
     from selenium.webdriver.common.by import By
 
-    d = browser
-    d.get(page_server.url + "/")  # type: ignore[attr-defined]
+    d.get(url + "/")  # type: ignore[attr-defined]
     _wait_state(d, "window.rtvox && window.rtvox.status === 'ready'")
     d.find_element(By.ID, "text").clear()  # type: ignore[attr-defined]
-    d.find_element(By.ID, "text").send_keys("。。。")  # type: ignore[attr-defined]
+    d.find_element(By.ID, "text").send_keys(text)  # type: ignore[attr-defined]
     d.find_element(By.ID, "speak").click()  # type: ignore[attr-defined]
-    _wait_state(d, "window.rtvox.status === 'error'")
-    assert "nothing to speak" in d.find_element(By.ID, "status").text  # type: ignore[attr-defined]
+    _wait_state(d, until)
+    return str(d.find_element(By.ID, "status").text)  # type: ignore[attr-defined]
+
+
+def test_page_shows_errors(page_server: LiveServer, browser: object) -> None:
+    assert "nothing to speak" in _speak(browser, page_server.url, "。。。", "window.rtvox.status === 'error'")
 
 
 def test_page_names_text_it_did_not_speak(page_server: LiveServer, browser: object) -> None:
-    from selenium.webdriver.common.by import By
-
-    d = browser
-    d.get(page_server.url + "/")  # type: ignore[attr-defined]
-    _wait_state(d, "window.rtvox && window.rtvox.status === 'ready'")
-    d.find_element(By.ID, "text").clear()  # type: ignore[attr-defined]
-    d.find_element(By.ID, "text").send_keys("Hello there, Привет.")  # type: ignore[attr-defined]
-    d.find_element(By.ID, "speak").click()  # type: ignore[attr-defined]
-    _wait_state(d, "window.rtvox.status === 'done' || window.rtvox.status === 'error'")
-    assert d.execute_script("return window.rtvox.status;") == "done"  # type: ignore[attr-defined]
-    status = d.find_element(By.ID, "status").text  # type: ignore[attr-defined]
+    finished = "window.rtvox.status === 'done' || window.rtvox.status === 'error'"
+    status = _speak(browser, page_server.url, "Hello there, Привет.", finished)
+    assert browser.execute_script("return window.rtvox.status;") == "done"  # type: ignore[attr-defined]
     assert "not spoken" in status and "Привет" in status, status
