@@ -22,8 +22,9 @@ scales the prior as it scales the learned embedding.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -39,6 +40,12 @@ SHIFT_FIELDS: tuple[str, ...] = (*PROSODY_FIELDS, "tilt")
 ProsodyRow = tuple[float, float, float, float]
 IDENTITY_ROW: ProsodyRow = (0.0, 1.0, 0.0, 1.0)
 SOURCE_KEY = "source"
+_Entry = TypeVar("_Entry")
+
+
+def label_entry(entries: Mapping[str, _Entry], emotion: str | None) -> _Entry | None:
+    """A label's entry in a per-emotion table; None for no emotion, neutral (the identity) or a label without one."""
+    return None if emotion is None or emotion == "neutral" else entries.get(emotion)
 
 
 @dataclass(frozen=True)
@@ -78,7 +85,7 @@ class EmotionProsody:
 
     def _shift(self, emotion: str | None) -> ProsodyShift | None:
         """The label's correction; None for no emotion, neutral or a label without one."""
-        return None if emotion in (None, "neutral") else self.shifts.get(emotion)
+        return label_entry(self.shifts, emotion)
 
     def row(self, emotion: str | None, alpha: float) -> ProsodyRow:
         """The `prosody` row of a label request; IDENTITY_ROW for no emotion, neutral or an unknown label."""
@@ -146,7 +153,7 @@ class EmotionSpeakerShift:
 
     def apply(self, embedding: np.ndarray, emotion: str | None, alpha: float) -> np.ndarray:
         """The speaker embedding (float32 numpy [256]) a label request at strength `alpha` is conditioned on."""
-        shift = None if emotion in (None, "neutral") else self.shifts.get(emotion)
+        shift = label_entry(self.shifts, emotion)
         if shift is None or alpha == 0:
             return embedding
         moved = np.asarray(embedding, np.float32) + np.float32(alpha) * np.asarray(shift, np.float32)
