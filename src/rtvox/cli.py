@@ -160,6 +160,8 @@ def speak(
         with tqdm(desc="synthesizing", unit="chunk", disable=quiet, file=sys.stderr) as bar:
             for chunk in synth.stream(content, emotion_ref=emotion_ref, **settings):
                 pieces.append(chunk.audio)
+                for warning in chunk.warnings:  # text left out (a script rtvox cannot read): say so, go on
+                    tqdm.write(f"warning: not spoken: {warning}", file=sys.stderr)
                 bar.update(1)
         audio = np.concatenate(pieces)
         write_audio(output, audio, SAMPLE_RATE, fmt=fmt_name)

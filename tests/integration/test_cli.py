@@ -85,6 +85,15 @@ def test_speak_exact_duration_and_stdin(tiny_model: Path, tmp_path: Path) -> Non
     assert wav.size == round(1.5 * FRAMES_PER_SECOND) * HOP_LENGTH
 
 
+def test_speak_names_text_it_leaves_out(tiny_model: Path, tmp_path: Path) -> None:
+    out = tmp_path / "w.wav"
+    proc = rtvox("speak", "Hello there, Привет.", "-o", str(out), "--model", str(tiny_model))
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: not spoken" in proc.stderr and "Привет" in proc.stderr
+    assert decode_audio(out)[0].size > 0
+    assert "warning" not in rtvox("speak", "Hello there.", "-o", str(out), "--model", str(tiny_model)).stderr
+
+
 def test_speak_with_reference_clip(tiny_model: Path, tmp_path: Path) -> None:
     out = tmp_path / "ref.wav"
     args = ["speak", "Hi.", "-o", str(out), "--model", str(tiny_model), "--ref", str(DATA / "speech_en_male_16k.wav")]
