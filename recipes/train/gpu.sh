@@ -8,6 +8,10 @@
 #                                              there, else from snapshots in DIR/init if present; the snapshots
 #                                              and logs go to $OUT as 15 MiB pieces of one tar (snap.tar.*).
 #   VOCODER=0 recipes/train/gpu.sh train ...   acoustic model only (keep an already trained vocoder)
+#   ACOUSTIC=0 VOC_ARGS="--gta-fraction 0.5 --lr 2e-4" recipes/train/gpu.sh train ...   the vocoder alone (from
+#                                              DIR/init/vocoder), e.g. fine-tuned on gta-*.npz (recipes/train/gta.py);
+#                                              VOC2_ARGS / VOC3_ARGS="..." train more variants beside it (run
+#                                              dirs vocoder-b, vocoder-c)
 #   CODEC=1 recipes/train/gpu.sh train ...     also train the AR family's mel codec side by side (from
 #                                              DIR/init/codec on a cold machine); it comes back in the same tar
 #   SECOND=mini recipes/train/gpu.sh train ... also train a second acoustic model of that preset side by side
@@ -78,16 +82,27 @@ launch() {  # launch NAME TRAINER ARGS...: `rtvox train TRAINER` in $RUNS/NAME, 
     --device "${DEVICE:-cuda}" "$@" "${init[@]}" >"$RUNS/$name.log" 2>&1 &
   pids[$name]=$!
 }
-# shellcheck disable=SC2086  # ACOUSTIC_ARGS is a list of extra flags, split on purpose
-launch acoustic acoustic --preset "${ACOUSTIC_PRESET:-small}" --batch-frames "${BATCH_FRAMES:-24000}" ${ACOUSTIC_ARGS:-}
-if [ "${VOCODER:-1}" != 0 ]; then
-  launch vocoder vocoder --preset "${VOC_PRESET:-vocos-small}" --batch "${VOC_BATCH:-32}"
+# shellcheck disable=SC2086  # ACOUSTIC_ARGS and VOC_ARGS are lists of extra flags, split on purpose
+if [ "${ACOUSTIC:-1}" != 0 ]; then
+  launch acoustic acoustic --preset "${ACOUSTIC_PRESET:-small}" --batch-frames "${BATCH_FRAMES:-24000}" ${ACOUSTIC_ARGS:-}
 fi
+if [ "${VOCODER:-1}" != 0 ]; then
+  # shellcheck disable=SC2086
+  launch vocoder vocoder --preset "${VOC_PRESET:-vocos-small}" --batch "${VOC_BATCH:-32}" ${VOC_ARGS:-}
+fi
+for v in 2 3; do  # more vocoder variants side by side (run dirs vocoder-b, vocoder-c; the same init)
+  args_var="VOC${v}_ARGS"
+  [ -n "${!args_var:-}" ] || continue
+  name=vocoder-$([ "$v" = 2 ] && echo b || echo c)
+  if [ -d "$DATA/init/vocoder" ] && [ ! -d "$DATA/init/$name" ]; then cp -r "$DATA/init/vocoder" "$DATA/init/$name"; fi
+  # shellcheck disable=SC2086
+  launch "$name" vocoder --preset "${VOC_PRESET:-vocos-small}" --batch "${VOC_BATCH:-32}" ${!args_var}
+done
 if [ -n "${SECOND:-}" ]; then
   launch "acoustic-$SECOND" acoustic --preset "$SECOND" --batch-frames "${BATCH_FRAMES:-24000}"
 fi
 if [ "${CODEC:-0}" != 0 ]; then launch codec codec; fi
-apid=${pids[acoustic]}
+apid=${pids[acoustic]:-${pids[vocoder]}}
 ( while kill -0 "$apid" 2>/dev/null; do
     sleep 60
     nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader || true

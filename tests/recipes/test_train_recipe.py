@@ -434,3 +434,113 @@ def test_warm_start_refuses_a_model_of_another_size(packed: Path, tmp_path: Path
     done = CliRunner().invoke(app, [*args, "--init", str(model), "--device", "cpu", "--max-steps", "1"])
     assert done.exit_code == 1
     assert "does not fit acoustic" in done.output and "Traceback" not in done.output
+
+
+def test_gta_pairs_line_up_with_the_recordings_and_fine_tune_the_vocoder(
+    corpus: Path, packed: Path, tmp_path: Path
+) -> None:
+    """recipes/train/gta.py: the acoustic model's teacher-forced mel beside the clip's own trimmed audio, frame k
+    over samples k·256…; `rtvox train vocoder --gta-fraction` trains on those pairs, with or without shards."""
+    import torch
+
+    from rtvox.audio.mel import MelSpectrogram
+    from rtvox.errors import InputError
+    from rtvox.training.acoustic import AcousticRun, train_acoustic
+    from rtvox.training.data import dequantize_mel, load_acoustic
+    from rtvox.training.gta import load_gta, random_gta_segments
+    from rtvox.training.vocoder import VocoderRun, train_vocoder
+
+    train_acoustic(AcousticRun(packed, tmp_path / "ac", preset="tiny", device="cpu", max_steps=1, batch_frames=2000))
+    out = tmp_path / "g" / "gta-0.npz"
+    snap = tmp_path / "ac" / "snapshot"
+    cmd = [sys.executable, "-m", "recipes.train.gta", "--data", str(packed), "--snapshot", str(snap)]
+    cmd += ["--corpus", str(corpus), "--shards", "acoustic-0.npz.xz", "--minutes", "10", "--out", str(out)]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    data = load_acoustic(packed, ["acoustic-0.npz.xz"])
+    clips = load_gta(tmp_path / "g")
+    assert summary["clips"] == len(clips) == len(data) and sorted(c.utt for c in clips) == sorted(data.utt)
+    mel_fn = MelSpectrogram()
+    for clip in clips:
+        i = data.utt.index(clip.utt)
+        packed_mel = dequantize_mel(torch.from_numpy(data.mel[data.mel_off[i] : data.mel_off[i + 1]]), data.info).T
+        assert clip.mel.shape == packed_mel.shape and clip.wav.shape == (clip.mel.shape[1] * 256,)
+        heard = mel_fn(torch.from_numpy(clip.wav)[None])[0]
+        aligned = (heard - packed_mel).abs().mean()
+        shifted = (heard[:, 1:] - packed_mel[:, :-1]).abs().mean()
+        assert aligned < 0.2 and aligned < shifted, (clip.utt, float(aligned), float(shifted))
+    # segments: the mel columns and the samples they cover come from the same place of the same clip
+    mel, wav = random_gta_segments(clips[:1], 3, 8, np.random.default_rng(5))
+    replay = np.random.default_rng(5)
+    for row in range(3):
+        replay.integers(1)
+        start = int(replay.integers(clips[0].mel.shape[1] - 8 + 1))
+        np.testing.assert_array_equal(mel[row], clips[0].mel[:, start : start + 8])
+        np.testing.assert_array_equal(wav[row], clips[0].wav[start * 256 : (start + 8) * 256])
+    # the vocoder fine-tunes on the pairs alone (no vocoder shards beside them) and beside the shards
+    run = VocoderRun(tmp_path / "g", tmp_path / "v1", preset="vocos-tiny", device="cpu", max_steps=2, batch=4)
+    run.gta_fraction = 0.5
+    assert train_vocoder(run)["step"] == 2
+    for shard in packed.glob("vocoder-*.npz"):
+        shutil.copy(shard, tmp_path / "g" / shard.name)
+    run = VocoderRun(tmp_path / "g", tmp_path / "v2", preset="vocos-tiny", device="cpu", max_steps=1, batch=2)
+    run.gta_fraction = 1.0
+    assert train_vocoder(run)["step"] == 1
+    with pytest.raises(InputError, match="gta"):
+        train_vocoder(VocoderRun(packed, tmp_path / "v3", preset="vocos-tiny", device="cpu", gta_fraction=0.5))
+    with pytest.raises(InputError, match=r"within 0\.\.1"):
+        train_vocoder(VocoderRun(packed, tmp_path / "v4", preset="vocos-tiny", device="cpu", gta_fraction=1.5))
+
+
+def test_gpu_script_fine_tunes_three_vocoder_variants_alone(packed: Path, tmp_path: Path) -> None:
+    """`ACOUSTIC=0 VOC_ARGS=… VOC2_ARGS=… VOC3_ARGS=… gpu.sh train`: no acoustic model, three vocoders from one
+    init snapshot, all back in the tar."""
+    import os
+    import tarfile
+
+    import torch
+
+    from rtvox.audio.mel import MelSpectrogram
+    from rtvox.models.vocoder import build_vocoder, vocoder_preset
+    from rtvox.training.checkpoint import save_snapshot
+    from rtvox.training.gta import GtaClip, save_gta
+
+    if shutil.which("bash") is None:
+        pytest.skip("no bash")
+    src = tmp_path / "src"
+    wav = _tone(1.0, 150, 3)[: 80 * 256]
+    save_gta(src / "gta-0.npz", [GtaClip(MelSpectrogram()(torch.from_numpy(wav)[None])[0].numpy(), wav, "u")])
+    init = build_vocoder(vocoder_preset("vocos-tiny"))
+    save_snapshot(src / "init" / "vocoder", {"vocoder": init}, {"preset": "vocos-tiny", "step": 7})
+    env = os.environ | {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "DEVICE": "cpu",
+        "ACOUSTIC": "0",
+        "VOC_PRESET": "vocos-tiny",
+        "VOC_BATCH": "2",
+        "VOC_ARGS": "--gta-fraction 0.5 --lr 1e-4",
+        "VOC2_ARGS": "--gta-fraction 1.0 --lr 1e-4",
+        "VOC3_ARGS": "--gta-fraction 0",
+        "DATA": str(tmp_path / "data"),
+        "RUNS": str(tmp_path / "runs"),
+        "OUT": str(tmp_path / "out"),
+        "PACK": str(tmp_path / "pack"),
+    }
+    script = ROOT / "recipes" / "train" / "gpu.sh"
+    done = subprocess.run(["bash", str(script), "train", str(src), "0.01"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "exited" not in done.stdout, done.stdout[-2000:]
+    joined = tmp_path / "snap.tar"
+    joined.write_bytes(b"".join(p.read_bytes() for p in sorted((tmp_path / "out").glob("snap.tar.*"))))
+    with tarfile.open(joined) as tar:
+        names = set(tar.getnames())
+    variants = ("vocoder", "vocoder-b", "vocoder-c")
+    assert {f"pack/{v}/vocoder.safetensors" for v in variants} <= names, sorted(names)
+    assert not any(n.startswith("pack/acoustic") for n in names)
+    for name in variants:  # each started from the init snapshot's step count
+        assert json.loads((tmp_path / "pack" / name / "progress.json").read_text("utf-8"))["step"] > 7
+    log = (tmp_path / "runs" / "vocoder-b.log").read_text("utf-8")
+    assert "1 GTA pairs, 2 of 2 rows a batch" in log
+    # the copy-synthesis control (fraction 0) trains on the GTA recordings when no vocoder shards are there
+    assert "1 GTA pairs, 0 of 2 rows a batch" in (tmp_path / "runs" / "vocoder-c.log").read_text("utf-8")

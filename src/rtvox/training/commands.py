@@ -162,6 +162,14 @@ def vocoder(
     max_steps: Annotated[int, typer.Option("--max-steps")] = 1_000_000,
     batch: Annotated[int, typer.Option("--batch")] = 32,
     gan_start: Annotated[int, typer.Option("--gan-start", help="-1 = no adversarial losses")] = 0,
+    lr: Annotated[float, typer.Option("--lr", help="learning rate (lower it to fine-tune an --init)")] = 5e-4,
+    gta_fraction: Annotated[
+        float,
+        typer.Option(
+            "--gta-fraction",
+            help="share of each batch from ground-truth-aligned pairs (gta-*.npz in --data, recipes/train/gta.py)",
+        ),
+    ] = 0.0,
     device: DeviceOpt = "cuda",
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
@@ -180,6 +188,8 @@ def vocoder(
                 max_steps=max_steps,
                 batch=batch,
                 gan_start=gan_start,
+                lr=lr,
+                gta_fraction=gta_fraction,
                 device=device,
                 seed=seed,
             )

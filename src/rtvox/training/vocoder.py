@@ -4,6 +4,10 @@ Generator loss = 45 · L1(log-mel) + multi-resolution STFT loss + (after `gan_st
 loss + 2 · feature matching, against a multi-period discriminator (waveform folded by periods 2, 3, 5, 7, 11)
 and a multi-resolution spectrogram discriminator (three STFT sizes). The discriminators live here only:
 inference never needs them.
+
+With `gta_fraction` > 0 that share of every batch comes from ground-truth-aligned pairs (training/gta.py: the
+acoustic model's teacher-forced mel in, the recording as the target): the generator learns to render the mels it
+gets at run time. The rest of the batch is copy synthesis as before (the GTA recordings join the audio pool).
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ from torch import Tensor, nn
 
 from rtvox.audio.mel import MelSpectrogram
 from rtvox.constants import HOP_LENGTH
+from rtvox.errors import InputError
 from rtvox.models.vocoder import build_vocoder, vocoder_preset
 from rtvox.training.checkpoint import load_snapshot, load_state, log_step, save_snapshot, save_state
 from rtvox.training.data import load_vocoder_audio, random_segments
+from rtvox.training.gta import load_gta, random_gta_segments
 
 STFT_RESOLUTIONS = ((512, 128), (1024, 256), (2048, 512))
 
@@ -116,6 +122,7 @@ class VocoderRun:
     segment_frames: int = 32
     lr: float = 5e-4
     gan_start: int = 0  # step at which the adversarial losses start; -1 = never
+    gta_fraction: float = 0.0  # share of each batch from the GTA pairs (gta-*.npz beside the shards)
     seed: int = 0
     device: str = "cuda"
     log_every: int = 100
@@ -130,7 +137,14 @@ def train_vocoder(run: VocoderRun) -> dict[str, Any]:
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    clips = load_vocoder_audio(run.data)
+    if not 0.0 <= run.gta_fraction <= 1.0:
+        raise InputError(f"gta_fraction must be within 0..1, got {run.gta_fraction}")
+    gta = load_gta(run.data)  # their recordings join the audio pool whatever the fraction
+    if run.gta_fraction > 0 and not gta:
+        raise InputError(f"--gta-fraction {run.gta_fraction} but no gta-*.npz in {run.data} (recipes/train/gta.py)")
+    has_shards = any(run.data.glob("vocoder-*.npz"))
+    clips = (load_vocoder_audio(run.data) if has_shards or not gta else []) + [c.wav for c in gta]
+    n_gta = round(run.batch * run.gta_fraction)
     config = vocoder_preset(run.preset)
     gen = build_vocoder(config)
     disc = Discriminators()
@@ -147,13 +161,24 @@ def train_vocoder(run: VocoderRun) -> dict[str, Any]:
     if resumed is not None:
         progress = resumed
     run.run_dir.mkdir(parents=True, exist_ok=True)
-    print(f"vocoder {run.preset}: {len(clips)} clips, {sum(map(len, clips)) / 24000 / 60:.1f} min", flush=True)
+    print(
+        f"vocoder {run.preset}: {len(clips)} clips, {sum(map(len, clips)) / 24000 / 60:.1f} min"
+        f" ({len(gta)} GTA pairs, {n_gta} of {run.batch} rows a batch)",
+        flush=True,
+    )
     step, seconds0, last_save = int(progress["step"]), float(progress.get("seconds", 0.0)), time.monotonic()
     length = run.segment_frames * HOP_LENGTH
     while True:
-        wav = torch.from_numpy(random_segments(clips, run.batch, length, rng)).to(device)
-        mel = mel_fn(wav)  # [B, 80, frames]
-        fake = gen(mel)
+        wav_np = random_segments(clips, run.batch - n_gta, length, rng)
+        if n_gta:
+            gta_mel, gta_wav = random_gta_segments(gta, n_gta, run.segment_frames, rng)
+            wav_np = np.concatenate([wav_np, gta_wav])
+        wav = torch.from_numpy(wav_np).to(device)
+        mel = mel_fn(wav)  # [B, 80, frames]: the target, and the input of the copy-synthesis rows
+        heard = mel
+        if n_gta:
+            heard = torch.cat([mel[: run.batch - n_gta], torch.from_numpy(gta_mel).to(device)])
+        fake = gen(heard)
         mel_loss = F.l1_loss(mel_fn(fake), mel)
         losses = {"mel": mel_loss, "stft": stft_loss(fake, wav)}
         use_gan = 0 <= run.gan_start <= step
