@@ -244,3 +244,71 @@ def test_clones_are_shared_through_redis(tiny_model: Path, tmp_path: Path) -> No
             assert httpx.delete(f"{b.url}/v1/audio/voices/{voice['id']}").status_code == 200
     finally:
         redis.stop()
+
+
+def test_a_stream_cut_after_its_first_bytes_is_incomplete_and_logged_once(
+    tiny_model: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A deadline that passes mid-stream: the client gets the first chunk, then a connection dropped before the
+    chunked body's end (never a short body that looks whole); the server logs one warning, no traceback, and
+    the next request on a new connection is served."""
+    import logging
+
+    from rtvox.runtime import Synthesizer
+    from rtvox.runtime.sched_types import DeadlineExceededError
+    from rtvox.runtime.types import AudioChunk, SynthesisRequest
+    from rtvox.server import create_app
+
+    class CutService:
+        def __init__(self) -> None:
+            self.synthesizer = Synthesizer(tiny_model, device="cpu", voices_dir=tmp_path)
+            self.ready = True
+            self.calls = 0
+
+        async def start(self) -> None: ...
+
+        async def stop(self) -> None: ...
+
+        def health(self) -> dict[str, object]:
+            return {}
+
+        def stats(self) -> dict[str, object]:
+            return {}
+
+        async def synthesize(self, request: SynthesisRequest, *, deadline_s: float | None = None) -> object:
+            raise NotImplementedError
+
+        async def stream(self, request: SynthesisRequest, *, deadline_s: float | None = None):  # type: ignore[no-untyped-def]
+            self.calls += 1
+            audio = np.full(2400, 0.25, np.float32)
+            yield AudioChunk(0, audio, "first", self.calls > 1)
+            if self.calls == 1:
+                raise DeadlineExceededError(0.5)
+
+    body = {"model": "tts-1", "voice": "alloy", "input": "Hello.", "response_format": "pcm"}
+    caplog.set_level(logging.WARNING)
+    with LiveServer.around(create_app(CutService())) as server:  # type: ignore[arg-type]
+        received = b""
+        with (
+            pytest.raises(httpx.RemoteProtocolError),
+            httpx.stream("POST", f"{server.url}/v1/audio/speech", json=body) as r,
+        ):
+            assert r.status_code == 200
+            for piece in r.iter_raw():
+                received += piece
+        assert received == np.full(2400, round(0.25 * 32767), "<i2").tobytes()  # the first chunk, then the cut
+        whole = httpx.post(f"{server.url}/v1/audio/speech", json=body, timeout=60)
+        assert whole.status_code == 200 and len(whole.content) == 2 * 2400
+    cut = [r for r in caplog.records if "stream was cut" in r.getMessage()]
+    assert len(cut) == 1 and cut[0].levelno == logging.WARNING and "deadline" in cut[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records]
+
+
+def test_a_very_long_word_is_spoken_not_a_500(client: openai.OpenAI) -> None:
+    """A word longer than any chunk (a URL, a DNA string, run-together identifiers) is read in pieces: 200, all
+    of it spoken, and the connection stays usable (a 500 before, with the keep-alive connection dropped)."""
+    short = client.audio.speech.create(model="tts-1", voice="alloy", input="ACGT" * 60, response_format="pcm")
+    long = client.audio.speech.create(model="tts-1", voice="alloy", input="ACGT" * 150, response_format="pcm")
+    assert len(long.content) > 2 * len(short.content) > 0  # the end is not dropped
+    again = client.audio.speech.create(model="tts-1", voice="alloy", input="Hello.", response_format="wav")
+    assert decode_audio(again.content)[0].size > 0

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from rtvox.constants import MAX_CHUNK_PHONEMES
-from rtvox.errors import RtvoxError
+from rtvox.errors import InputError, RtvoxError
 
 DEFAULT_BUCKET_EDGES: tuple[int, ...] = (16, 32, 64, 128, MAX_CHUNK_PHONEMES)
 
@@ -62,9 +62,10 @@ class SchedulerConfig:
         for index, edge in enumerate(self.bucket_edges):
             if phoneme_count <= edge:
                 return index
-        raise ValueError(
-            f"a chunk of {phoneme_count} phonemes is longer than the largest bucket ({self.bucket_edges[-1]}); "
-            "chunk the text shorter or add a larger bucket edge"
+        raise InputError(
+            f"a chunk of {phoneme_count} phonemes is longer than the largest the engines take "
+            f"({self.bucket_edges[-1]}): a single word that long cannot be spoken; break it into shorter words",
+            param="input",
         )
 
 

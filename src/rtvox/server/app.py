@@ -24,7 +24,7 @@ from rtvox.server.metrics import CONTENT_TYPE, Metrics, MetricsMiddleware
 from rtvox.server.protocol import SpeechService
 from rtvox.server.safety import ApiKeyCheck, BodyLimitMiddleware
 from rtvox.server.state import ServerState, get_state
-from rtvox.server.streaming import WARNINGS_HEADER
+from rtvox.server.streaming import WARNINGS_HEADER, CutStreamMiddleware
 from rtvox.server.voices import VoiceRegistry
 
 log = logging.getLogger("rtvox.server")
@@ -68,7 +68,8 @@ def create_app(service: SpeechService, config: ServerConfig | None = None) -> Fa
     app.include_router(routes_native.router, dependencies=auth)
     _add_operator_routes(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    # Outermost first: metrics see every response (413s and CORS preflights included).
+    # Each add wraps the ones before: metrics see every response (413s and CORS preflights included).
+    app.add_middleware(CutStreamMiddleware)
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
     if config.cors_origins:
         app.add_middleware(

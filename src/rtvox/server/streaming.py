@@ -17,9 +17,11 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 
 import numpy as np
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rtvox.audio.encode import StreamEncoder
 from rtvox.constants import FRAMES_PER_SECOND, SAMPLE_RATE
+from rtvox.errors import RtvoxError
 from rtvox.runtime.types import AudioChunk, SynthesisRequest
 from rtvox.server.errors import error_body, to_api_error
 from rtvox.server.metrics import Metrics
@@ -128,18 +130,47 @@ class Encoder:
         return await asyncio.to_thread(self._encoder.flush)
 
 
+class StreamCut(Exception):
+    """A streamed response failed after its first bytes and has been logged; the connection is dropped without
+    the chunked body's end, so the client sees an incomplete response (CutStreamMiddleware keeps it out of the
+    unhandled-error path)."""
+
+
 async def audio_body(stream: ChunkStream, fmt: str) -> AsyncIterator[bytes]:
     """Raw file bytes, chunk by chunk; the concatenation is one valid file. A failure after the first bytes can
     only cut the stream short (the status line is gone): the client sees an incomplete chunked body."""
     encoder = Encoder(fmt)
-    async with aclosing(stream.chunks()) as chunks:
-        async for _, audio in chunks:
-            data = await encoder.encode(audio)
-            if data:
-                yield data
-    tail = await encoder.flush()
+    sent = 0
+    try:
+        async with aclosing(stream.chunks()) as chunks:
+            async for _, audio in chunks:
+                data = await encoder.encode(audio)
+                if data:
+                    sent += len(data)
+                    yield data
+        tail = await encoder.flush()
+    except Exception as exc:
+        if isinstance(exc, RtvoxError):  # a deadline, an engine failure: expected, said in one line
+            log.warning("a %s stream was cut after %d bytes: %s", fmt, sent, exc)
+        else:
+            log.exception("a %s stream failed after %d bytes", fmt, sent)
+        raise StreamCut(str(exc)) from exc
     if tail:
         yield tail
+
+
+class CutStreamMiddleware:
+    """Ends a response whose stream was cut (StreamCut, already logged) quietly: the server then drops the
+    connection, which is how a chunked response says it is incomplete."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.app(scope, receive, send)
+        except StreamCut:
+            return
 
 
 def sse_event(payload: dict[str, object]) -> bytes:

@@ -90,10 +90,14 @@ class VoiceRegistry:
         name = requested.strip()
         if name.lower() in self.aliases and not self._known(name):
             return self.aliases[name.lower()]
-        validate_voice_name(name)
-        if self._known(name):
+        is_id = True  # only a name of the id form may reach the store's files or Redis; labels are looked up
+        try:  # in memory, so a clone uploaded as "日本語の声" or "a b" is usable by that name too
+            validate_voice_name(name)
+        except InputError:
+            is_id = False
+        if is_id and self._known(name):
             return name
-        if await self._fetch_shared(name):
+        if is_id and await self._fetch_shared(name):
             return name
         labelled = [v.name for v in self.store.list() if not v.builtin and v.description == name]
         if len(labelled) == 1:  # the name given at upload, as the voice list shows it
@@ -103,6 +107,8 @@ class VoiceRegistry:
                 f"{len(labelled)} cloned voices are named {name!r} ({', '.join(sorted(labelled))}); pass one's id",
                 param="voice",
             )
+        if not is_id:
+            validate_voice_name(name)  # raises: what an id may look like
         builtins = ", ".join(self.store.builtin_names)
         raise VoiceNotFoundError(
             f"unknown voice {name!r}; use a built-in ({builtins}), an OpenAI voice name "
@@ -152,6 +158,13 @@ class VoiceRegistry:
             raise AudioInputError(str(exc), param=param) from None
 
     async def clone(self, label: str, clip: bytes) -> VoiceObject:
+        taken = {n.lower() for n in self.store.builtin_names} | set(self.aliases)
+        if label.lower() in taken:
+            raise InputError(
+                f"the name {label!r} is a built-in or OpenAI voice name, so a request by that name would not reach "
+                "this clone; choose another name",
+                param="name",
+            )
         embedding = await self.embed(clip, param="audio_sample")
         voice = Voice(name=new_clone_id(), embedding=embedding, description=label, builtin=False)
         stored = self.store.add(voice)

@@ -8,6 +8,9 @@ prosody boundaries) → `process` (all of it, cut into chunks).
 
 from __future__ import annotations
 
+import itertools
+import math
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,6 +33,13 @@ SENTENCE_ENDS = frozenset("。.\n")
 PAUSE_MARKS = frozenset("，,、；;：:…—~～")
 MARKUP_CONTEXT_CHARS = 40  # text beside a markup piece consulted to choose a reading language
 MAX_WARNING_EXAMPLES = 5
+# An English "word" longer than this (a URL path, a DNA string, a run-together identifier) is read in pieces:
+# espeak-ng silently drops the end of a very long word, and one word must fit a chunk.
+LONG_WORD_CHARS = 40
+WORD_PIECE_CHARS = 20
+_CASE_OR_DIGIT_EDGE = re.compile(
+    r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])"
+)
 
 
 @dataclass
@@ -153,7 +163,7 @@ class Frontend:
                 j = i + 1
                 while j < len(runs) and runs[j].lang == "en" and _joins_words(text[runs[j - 1].end : runs[j].start]):
                     j += 1
-                group = runs[i:j]
+                group = [piece for r in runs[i:j] for piece in _word_pieces(text, r, prepared.en_fixed)]
                 spelled = [text[r.start : r.end] for r in group]
                 read = phonemize_words(spelled, self.lexicon.en)
                 for r, spelling, phones in zip(group, spelled, read, strict=True):
@@ -182,6 +192,22 @@ class Frontend:
                     boundary = SENTENCE
             spoken.append(Spoken(token.phonemes, boundary, span.start, span.end))
         return spoken
+
+
+def _word_pieces(text: str, run: Run, fixed: dict[int, tuple[str, ...]]) -> list[Run]:
+    """`run` itself, or for a word over LONG_WORD_CHARS its pieces: cut where the case or letters/digits change
+    (camelCase, "abc123"), then any piece still over WORD_PIECE_CHARS into near-equal parts. A word whose
+    phones the text pins (inline markup) stays whole."""
+    word = text[run.start : run.end]
+    if len(word) <= LONG_WORD_CHARS or run.start in fixed:
+        return [run]
+    cuts = [0, *(m.start() for m in _CASE_OR_DIGIT_EDGE.finditer(word)), len(word)]
+    pieces: list[Run] = []
+    for a, b in itertools.pairwise(cuts):
+        parts = math.ceil((b - a) / WORD_PIECE_CHARS)
+        edges = [a + round(k * (b - a) / parts) for k in range(parts + 1)]
+        pieces += [Run(run.lang, run.start + x, run.start + y) for x, y in itertools.pairwise(edges) if y > x]
+    return pieces
 
 
 def boundary_between(gap: str, left_lang: str, right_lang: str) -> str:

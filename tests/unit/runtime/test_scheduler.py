@@ -85,7 +85,7 @@ def test_buckets_never_mix() -> None:
         assert all(lo < item.phoneme_count <= batch.bucket_edge for item in batch.items)
         seen.append(sorted(item.phoneme_count for item in batch.items))
     assert sorted(seen) == [[1, 5, 16], [17, 20, 32], [33, 64]]
-    with pytest.raises(ValueError, match="larger bucket"):
+    with pytest.raises(ValueError, match="longer than the largest"):
         sched.add(req("too-long", 65))
 
 
@@ -418,3 +418,15 @@ def test_batches_follow_the_rules_over_long_random_runs(seed: int) -> None:
             assert sched.next_wakeup(clock.now) == wake
         sched.expire(clock.now)
     assert sched.stats().eligible_chunks == sum(1 for s in sched._live.values() if s.eligible())
+
+
+def test_a_chunk_longer_than_every_bucket_is_the_callers_error_and_queues_nothing() -> None:
+    """The HTTP layer answers InputError with a 400 (a 500 before): say which limit the text broke."""
+    from rtvox.errors import InputError
+
+    sched = make(bucket_edges=(16, 64))
+    with pytest.raises(InputError, match=r"65 phonemes .* largest the engines take \(64\)") as caught:
+        sched.add(req("long", 10, 65))
+    assert caught.value.param == "input"
+    assert sched.stats().queue_depth == 0 and sched.schedule(10.0) is None
+    sched.add(req("ok", 64))  # a chunk at the edge fits

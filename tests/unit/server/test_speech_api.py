@@ -155,6 +155,9 @@ def test_models(client: TestClient) -> None:
     ids = [m["id"] for m in body["data"]]
     assert body["object"] == "list" and "tts-1" in ids and "tiny" in ids
     assert speech(client, model="tiny").status_code == 200
+    one = client.get("/v1/models/tts-1").json()  # what openai's client.models.retrieve asks
+    assert one["id"] == "tts-1" and one["object"] == "model" and one["created"] == body["data"][0]["created"]
+    assert_openai_error(client.get("/v1/models/gpt-9"), 404, "model")
 
 
 # ---------------------------------------------------------------------- native /v1/tts

@@ -91,3 +91,20 @@ def test_a_clone_answers_to_its_unique_upload_name(client: TestClient, fake_serv
     assert speech(client, voice=second["id"]).status_code == 200  # ids always work
     assert fake_service.requests[-1].voice == second["id"]
     assert_openai_error(speech(client, voice="narrator_c"), 400, "voice")
+
+
+@pytest.mark.parametrize("label", ["日本語の声", "Ben's clone", "-lead", "a/b", "n" * 100])
+def test_any_upload_name_is_usable_as_the_voice(client: TestClient, fake_service: FakeService, label: str) -> None:
+    """A name needs no id form to be used: labels are matched in memory, never as a path (an unknown name that
+    is not of the id form is still refused as before)."""
+    made = upload(client, name=label).json()
+    assert speech(client, voice=label).status_code == 200
+    assert fake_service.requests[-1].voice == made["id"]
+    assert_openai_error(speech(client, voice=label + "x"), 400, "voice")
+
+
+@pytest.mark.parametrize("label", ["anna", "Alloy", "NOVA"])
+def test_an_upload_cannot_take_a_builtin_or_openai_name(client: TestClient, label: str) -> None:
+    error = assert_openai_error(upload(client, name=label), 400, "name")
+    assert "choose another name" in error["message"]
+    assert all(v["name"] != label for v in client.get("/v1/audio/voices").json()["data"] if v["type"] != "builtin")

@@ -86,10 +86,10 @@ def test_short_text_is_one_chunk(frontend: Frontend) -> None:
 
 def test_word_longer_than_the_limit_is_its_own_chunk(frontend: Frontend) -> None:
     result = frontend.process(
-        "a pneumonoultramicroscopicsilicovolcanoconiosis case", max_chunk_phonemes=12, first_chunk_phonemes=12
+        "a supercalifragilisticexpialidocious case", max_chunk_phonemes=12, first_chunk_phonemes=12
     )
     texts = [c.text for c in result.chunks]
-    assert "pneumonoultramicroscopicsilicovolcanoconiosis" in texts
+    assert "supercalifragilisticexpialidocious" in texts
     assert len(result.chunks) == 3
 
 

@@ -245,3 +245,27 @@ def test_hundred_thousand_characters_finish_quickly(frontend: Frontend) -> None:
     result = frontend.process(text)
     assert time.perf_counter() - start < 15.0
     assert len(result.chunks) > 100
+
+
+@pytest.mark.parametrize(
+    "word", ["ACGT" * 150, "a" * 600, "ThisIsAVeryLongCamelCaseIdentifier" * 6, "qwrtzpsdfghjklxcvbnm" * 12]
+)
+def test_a_very_long_word_is_read_whole_in_pieces_that_fit_a_chunk(frontend: Frontend, word: str) -> None:
+    """espeak-ng drops the end of a very long word, and one word must fit a chunk: such a word is read in pieces
+    (cut where the case changes, then evenly), every phone kept, every chunk within the engines' limit."""
+    from rtvox.constants import MAX_CHUNK_PHONEMES
+
+    result = frontend.process(word)
+    assert len(result.chunks) > 1 and all(len(c.phonemes) <= MAX_CHUNK_PHONEMES for c in result.chunks)
+    assert "".join(t.text for t in result.tokens) == word  # the pieces tile the word
+    half = frontend.process(word[: len(word) // 2])
+    phones = sum(len(c.phonemes) for c in result.chunks)
+    assert phones > 1.7 * sum(len(c.phonemes) for c in half.chunks)  # nothing dropped from the end
+
+
+def test_long_word_pieces_follow_case_changes_and_ordinary_words_stay_whole(frontend: Frontend) -> None:
+    camel = "getUserAccountSettingsFromTheRemoteDatabaseServer"
+    pieces = [t.text for t in frontend.process(camel).tokens]
+    assert pieces == ["get", "User", "Account", "Settings", "From", "The", "Remote", "Database", "Server"]
+    first = frontend.process("pneumonoultramicroscopic is long").tokens[0]
+    assert first.text == "pneumonoultramicroscopic"
