@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -449,3 +450,41 @@ def test_gil_switch_interval_is_set_while_serving_and_restored_at_stop(
     run(main)
     with pytest.raises(ValueError, match="gil_switch_interval_ms must be > 0"):
         ServiceConfig(gil_switch_interval_ms=0)
+
+
+class SlowEngine:
+    """Wraps an engine; every call takes at least `delay` seconds (a loaded server, for deadline tests)."""
+
+    def __init__(self, inner: Engine, delay: float) -> None:
+        self.inner, self.delay = inner, delay
+        self.module, self.backend, self.device, self.dtype = inner.module, inner.backend, inner.device, inner.dtype
+
+    def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        threading.Event().wait(self.delay)
+        return self.inner(*inputs)
+
+
+@pytest.mark.parametrize("follows", [True, False])
+def test_a_stream_that_keeps_ahead_of_playback_outlives_its_deadline(tiny_model: Path, follows: bool) -> None:
+    """Each delivered chunk moves the deadline later by its audio seconds (the default): a long text whose
+    chunks each take 0.25 s to make but carry ~0.55 s of audio finishes, although the whole takes longer than
+    the 0.8-s budget; with the rule off the same request expires."""
+
+    async def main() -> None:
+        synth = new_synth(tiny_model)
+        config = ServiceConfig(max_wait_ms=0, fallback_device=None, deadline_follows_audio=follows)
+        service = TTSService(synth, config)
+        await service.start()
+        synth.engines["vocoder"] = SlowEngine(synth.engines["vocoder"], 0.25)
+        text = " ".join([TEXTS[3]] * 6)
+        if follows:
+            started = time.monotonic()
+            result = await service.synthesize(SynthesisRequest(text=text), deadline_s=0.8)
+            assert len(result.chunks) >= 4 and time.monotonic() - started > 0.8  # took longer than the budget
+        else:
+            with pytest.raises(DeadlineExceededError):
+                await service.synthesize(SynthesisRequest(text=text), deadline_s=0.8)
+        assert service.health()["admitted"] == 0
+        await service.stop()
+
+    run(main)

@@ -228,6 +228,14 @@ class Scheduler:
             heapq.heappush(self._deadlines, (deadline, state.seq, state))
         self._enqueue(state)
 
+    def extend_deadline(self, request_id: str, deadline: float) -> None:
+        """Move a live request's deadline later (never earlier); unknown ids and requests without one are left."""
+        state = self._live.get(request_id)
+        if state is None or state.deadline is None or deadline <= state.deadline:
+            return
+        state.deadline = deadline
+        heapq.heappush(self._deadlines, (deadline, state.seq, state))  # the old entry is skipped when it surfaces
+
     def retry_after_s(self) -> int:
         """Whole seconds until the queue has likely drained a batch's worth of work (at least 1)."""
         rounds = math.ceil(self._pending / self.config.max_batch_size)
@@ -259,8 +267,8 @@ class Scheduler:
     def _expire(self, now: float) -> None:
         expired: list[_RequestState] = []
         while self._deadlines and self._deadlines[0][0] <= now:
-            state = heapq.heappop(self._deadlines)[2]
-            if self._alive(state):
+            when, _, state = heapq.heappop(self._deadlines)
+            if self._alive(state) and state.deadline == when:  # not ended, not an entry a later deadline replaced
                 expired.append(state)
         for state in sorted(expired, key=lambda s: s.seq):  # in the order the requests were added
             del self._live[state.request.request_id]
@@ -363,8 +371,10 @@ class Scheduler:
         """The earliest time schedule() or expire() could act without a new event; None when nothing waits."""
         now = self._clock() if now is None else now
         times = [self._release_time(queues, now) for queues in self._queues if queues.count]
-        while self._deadlines and not self._alive(self._deadlines[0][2]):
-            heapq.heappop(self._deadlines)  # ended requests' deadlines
+        while self._deadlines and not (
+            self._alive(self._deadlines[0][2]) and self._deadlines[0][2].deadline == self._deadlines[0][0]
+        ):
+            heapq.heappop(self._deadlines)  # ended requests' deadlines, and those a later one replaced
         if self._deadlines:
             times.append(self._deadlines[0][0])
         if not times:

@@ -64,6 +64,9 @@ class ServiceConfig:
     max_phonemes: int = 16_384  # most phonemes per request after the frontend (~4096 Mandarin characters)
     max_realtime_audio_s: float = 1200.0  # most audio seconds per streamed request (estimated before synthesis)
     default_deadline_s: float | None = 60.0  # per-request time budget when the caller gives none; None = no limit
+    # every delivered chunk moves its request's deadline later by the chunk's audio seconds: a stream that keeps
+    # ahead of playback is never cut however long its text, one that falls behind it by the budget is
+    deadline_follows_audio: bool = True
     fallback_device: str | None = "cpu"  # device of the fallback Synthesizer built at start(); None = no fallback
     redis_url: str | None = None  # shared embedding cache; None keeps the synthesizer's cache as configured
     # Most phonemes per batched step (None: no limit). Steps are not preemptible: on a CPU, a cap near one long
@@ -369,6 +372,9 @@ class TTSService:
                 if item.index == 0:
                     self.stats_counters.ttfa(time.monotonic() - stream.arrival)
                 self.stats_counters.delivered(item.seconds)
+                if stream.deadline is not None and self.config.deadline_follows_audio:
+                    stream.deadline += item.seconds
+                    self._scheduler.extend_deadline(stream.request_id, stream.deadline)
                 yield item
         except DeadlineExceededError:
             outcome = "expired"
@@ -377,6 +383,9 @@ class TTSService:
             outcome = "invalid"
             raise
         except (EngineFailedError, ServiceUnavailableError):
+            outcome = "failed"
+            raise
+        except Exception:  # anything else is a fault too (a client going away is not an Exception: "cancelled")
             outcome = "failed"
             raise
         finally:

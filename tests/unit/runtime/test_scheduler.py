@@ -430,3 +430,17 @@ def test_a_chunk_longer_than_every_bucket_is_the_callers_error_and_queues_nothin
     assert caught.value.param == "input"
     assert sched.stats().queue_depth == 0 and sched.schedule(10.0) is None
     sched.add(req("ok", 64))  # a chunk at the edge fits
+
+
+def test_a_deadline_moved_later_replaces_the_old_one() -> None:
+    clock = FakeClock()
+    sched = make(clock, max_batch_size=1, max_wait_s=0.0)
+    sched.add(req("a", 10, 10, deadline=1.0))
+    sched.extend_deadline("a", 3.0)
+    sched.extend_deadline("a", 2.0)  # never earlier
+    sched.extend_deadline("nobody", 9.0)  # unknown ids are left alone
+    assert sched.expire(2.5) == []
+    assert sched.next_wakeup(2.5) == pytest.approx(2.5)  # its first chunk is ready now
+    assert sched.schedule(2.5) is not None
+    assert sched.next_wakeup(2.5) == pytest.approx(3.0)  # the new deadline, not the replaced 1.0
+    assert sched.expire(3.0) == ["a"]
