@@ -80,7 +80,8 @@ def create_app(service: SpeechService, config: ServerConfig | None = None) -> Fa
             expose_headers=[WARNINGS_HEADER],  # pages may read what of their text was left out
             max_age=600,
         )
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    api_routes = [*routes_openai.router.routes, *routes_voices.router.routes, *routes_native.router.routes]
+    app.add_middleware(MetricsMiddleware, metrics=metrics, routes=api_routes)
     return app
 
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -131,9 +132,10 @@ def _memory_metrics() -> Iterator[Metric]:
 class MetricsMiddleware:
     """Pure ASGI (no buffering, so streamed audio leaves as it is made): counts every HTTP response by status."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, metrics: Metrics, routes: Sequence[BaseRoute] = ()) -> None:
         self.app = app
         self.metrics = metrics
+        self.routes = routes  # to label responses given before routing (a 413 from the body limit) by their route
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -151,6 +153,12 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
-            route = getattr(scope.get("route"), "path", None) or "unmatched"
+            route = getattr(scope.get("route") or self._route_of(scope), "path", None) or "unmatched"
             self.metrics.requests.labels(scope.get("method", ""), route, str(status)).inc()
             self.metrics.request_seconds.labels(route).observe(time.perf_counter() - start)
+
+    def _route_of(self, scope: Scope) -> BaseRoute | None:
+        for route in self.routes:
+            if route.matches(scope)[0] != Match.NONE:
+                return route
+        return None

@@ -45,6 +45,10 @@ def test_body_limit_by_header_and_by_stream(fake_service: FakeService) -> None:
 
         streamed = client.post("/v1/tts", content=chunks(), headers={"content-type": "application/json"})
         assert_openai_error(streamed, 413)
+        client.post("/nowhere", content=big, headers={"content-type": "application/json"})
+        metrics = client.get("/metrics").text  # refused before routing, yet counted under their routes
+        assert 'rtvox_http_requests_total{method="POST",route="/v1/tts",status="413"} 2.0' in metrics
+        assert 'route="unmatched",status="413"} 1.0' in metrics
 
 
 def test_cors(fake_service: FakeService) -> None:
