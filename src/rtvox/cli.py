@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -13,7 +14,7 @@ import typer
 
 from rtvox.cli_errors import one_message
 from rtvox.constants import AUDIO_FORMATS, SAMPLE_RATE
-from rtvox.errors import InputError
+from rtvox.errors import InputError, TextError
 from rtvox.eval.commands import register as register_eval
 from rtvox.training.commands import train_app
 
@@ -72,6 +73,11 @@ def check_output_path(output: Path) -> None:
         raise InputError(f"output folder {folder} does not exist; create it first", param="output")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise InputError(f"output folder {folder} is not writable", param="output")
+    try:  # os.access trusts mode bits; /proc, /sys and read-only mounts refuse the file itself
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".rtvox-probe-"):
+            pass
+    except OSError as exc:
+        raise InputError(f"cannot write {output}: {exc.strerror or exc}", param="output") from None
 
 
 def _run(fn: Callable[[], T]) -> T:
@@ -96,6 +102,10 @@ def phonemize(
         if as_json:
             typer.echo(json.dumps(result.to_dict(), ensure_ascii=False))
             return
+        for warning in result.warnings:
+            typer.echo(f"warning: not spoken: {warning}", err=True)
+        if not result.chunks:
+            raise TextError("the text has nothing rtvox can speak; give Chinese or English words", param="text")
         typer.echo(result.normalized)
         for chunk in result.chunks:
             typer.echo(" ".join(chunk.phonemes))
@@ -134,6 +144,10 @@ def speak(
 
         if voice and ref:
             raise InputError("give either --voice or --ref, not both")
+        if voice is not None and not voice.strip():
+            raise InputError("--voice is empty; give a voice name (rtvox voices list) or leave it out", param="voice")
+        if emotion and emotion_ref:
+            raise InputError("give either --emotion or --emotion-ref, not both", param="emotion")
         fmt_name = output_format(output, fmt)
         content = read_text(text)
         synth = Synthesizer(model, device=device, backend=backend, lexicon=Lexicon.load(lexicon) if lexicon else None)
@@ -180,6 +194,7 @@ def voices_list(model: ModelOpt = None, as_json: Annotated[bool, typer.Option("-
         synth = Synthesizer(model, device="cpu")
         rows = [
             {"name": v.name, "builtin": v.builtin, "gender": v.gender, "language": v.language}
+            | ({"label": v.description} if not v.builtin and v.description else {})
             for v in synth.voices.list()
         ]
         if as_json:
@@ -187,7 +202,8 @@ def voices_list(model: ModelOpt = None, as_json: Annotated[bool, typer.Option("-
             return
         for row in rows:
             kind = "built-in" if row["builtin"] else "clone"
-            typer.echo(f"{row['name']:<24} {kind:<9} {row['gender']:<8} {row['language']}")
+            label = f"  ({row['label']})" if "label" in row else ""
+            typer.echo(f"{row['name']:<24} {kind:<9} {row['gender']:<8} {row['language']}{label}")
 
     _run(body)
 
@@ -295,7 +311,9 @@ def serve(
             envvar="RTVOX_ENGINE_PROCESS", help="Run the engines in a process of their own (GPU serving under load)"
         ),
     ] = False,
-    log_level: Annotated[str, typer.Option(envvar="RTVOX_LOG_LEVEL")] = "info",
+    log_level: Annotated[
+        str, typer.Option(envvar="RTVOX_LOG_LEVEL", help="critical, error, warning, info, debug or trace")
+    ] = "info",
 ) -> None:
     """Run the HTTP service: OpenAI-compatible speech API, voice cloning, /v1/tts, metrics, web page at /."""
 
@@ -390,7 +408,7 @@ def bench(
         str, typer.Option(help="backend:dtype list, e.g. eager:float32,onnx:float32; `auto` = what serving picks")
     ] = "eager:float32,onnx:float32,eager:bfloat16,auto",
     device: DeviceOpt = "cpu",
-    repeats: Annotated[int, typer.Option(help="Timed runs per text (after warm-up)")] = 20,
+    repeats: Annotated[int, typer.Option(min=1, help="Timed runs per text (after warm-up)")] = 20,
     batches: Annotated[str, typer.Option(help="Batch sizes of the throughput sweep")] = "1,8,32,64",
     profile: ProfileOpt = "default",
     piper: Annotated[bool, typer.Option("--piper", help="Also time Piper joe-medium on the same texts")] = False,

@@ -53,12 +53,16 @@ def test_phonemize_reads_stdin_and_files(tmp_path: Path) -> None:
         (["phonemize", ""], "nothing to speak"),
         (["phonemize", "！？"], "nothing to speak"),
         (["phonemize", "@/no/such/file.txt"], "does not exist"),
+        (["phonemize", "😀🎉"], "nothing rtvox can speak"),  # it printed an empty line and exit 0
+        (["serve", "--log-level", "bogus"], "log level 'bogus'"),
+        (["bench", "--batches", "x"], "--batches 'x'"),
+        (["bench", "--batches", "0,-1"], "at least 1"),
     ],
 )
 def test_phonemize_bad_input_exits_2_with_a_message(args: list[str], needle: str) -> None:
     proc = rtvox(*args)
     assert proc.returncode == 2
-    assert proc.stderr.startswith("error:") and needle in proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith("error:") and needle in proc.stderr  # after any warnings
     assert "Traceback" not in proc.stderr
 
 
@@ -113,6 +117,8 @@ def test_speak_with_reference_clip(tiny_model: Path, tmp_path: Path) -> None:
         (["你好", "--format", "xyz"], "unsupported audio format"),
         (["你好", "--ref", "README.md"], "could not decode"),
         (["你好", "--voice", "anna", "--ref", "README.md"], "either --voice or --ref"),
+        (["你好", "--voice", " "], "--voice is empty"),
+        (["你好", "--emotion", "happy", "--emotion-ref", "README.md"], "either --emotion or --emotion-ref"),
         (["你好", "--device", "tpu"], "unknown device"),
         (["你好", "--backend", "warp"], "unknown backend"),
     ],
@@ -130,15 +136,15 @@ def test_speak_bad_input_exits_2_and_writes_nothing(
 
 @pytest.mark.parametrize(
     ("where", "needle"),
-    [("missing/out.wav", "output folder"), ("", "is a folder")],
+    [("missing/out.wav", "output folder"), ("", "is a folder"), ("/proc/out.wav", "cannot write")],
 )
 def test_speak_unwritable_output_fails_before_synthesis(tmp_path: Path, where: str, needle: str) -> None:
-    out = tmp_path / where if where else tmp_path
+    out = Path(where) if where.startswith("/") else tmp_path / where if where else tmp_path
     # a model that does not exist: the path is checked before the model loads, or this would fail with exit 1
     proc = rtvox("speak", "你好", "-o", str(out), "--model", str(tmp_path / "nope"))
     assert proc.returncode == 2, proc.stderr
     assert needle in proc.stderr and str(out.parent if where else out) in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in proc.stderr and ".tmp" not in proc.stderr  # names the output, not a temp file
     assert list(tmp_path.iterdir()) == []
 
 
@@ -176,3 +182,6 @@ def test_voices_add_list_rm(tiny_model: Path) -> None:
     gone = runner.invoke(app, ["voices", "rm", "alice", *model])
     assert gone.exit_code == 2 and "no cloned voice" in gone.output
     assert runner.invoke(app, ["voices", "rm", "anna", *model]).exit_code == 2
+    for taken in ("alloy", "Anna"):  # OpenAI's names and the built-ins' (any case) stay theirs
+        refused = runner.invoke(app, ["voices", "add", taken, str(DATA / "speech_en_female_16k.wav"), *model])
+        assert refused.exit_code == 2 and "choose another name" in refused.output

@@ -94,10 +94,23 @@ def bench_command(
         out,
         device=str(resolve_device(device)),
         repeats=repeats,
-        batches=tuple(int(b) for b in batches.split(",") if b.strip()),
+        batches=parse_batches(batches),
         profile=profile,
         piper=piper,
         load=load,
     )
     summary = {"out": str(out), "speedups": report["speedups"]}
     return (out / "bench.md").read_text() + "\n" + json.dumps(summary, indent=1)
+
+
+def parse_batches(text: str) -> tuple[int, ...]:
+    """`--batches 1,8,32` → (1, 8, 32); anything else is the caller's error."""
+    try:
+        sizes = tuple(int(b) for b in text.split(",") if b.strip())
+    except ValueError:
+        raise InputError(
+            f"--batches {text!r}: give comma-separated whole numbers, e.g. 1,8,32", param="batches"
+        ) from None
+    if not sizes or min(sizes) < 1:
+        raise InputError(f"--batches {text!r}: every batch size must be at least 1", param="batches")
+    return sizes

@@ -27,7 +27,7 @@ def eval_command(
     out: Annotated[Path, typer.Option(help="Results JSON; the markdown table goes beside it (.md)")] = Path(
         "results.json"
     ),
-    limit: Annotated[int | None, typer.Option(help="First N sentences of each set")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="First N sentences of each set")] = None,
     clone: Annotated[bool, typer.Option("--clone", help="Cloning test on voices outside the training data")] = False,
     emotion: Annotated[bool, typer.Option("--emotion", help="Emotion accuracy with the held-out judge")] = False,
     duration: Annotated[bool, typer.Option("--duration", help="Exact-duration error, 0.7x-1.4x")] = False,

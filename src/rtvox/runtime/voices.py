@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import re
@@ -18,6 +19,13 @@ from rtvox.runtime.types import Voice
 # Names become file names: letters, digits, '-' and '_' only, so no request can reach outside the store.
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 CLONE_SUFFIX = ".voice.json"
+# OpenAI's voice names with the gender they sound as ("neutral" ones may map to any built-in): the HTTP API maps
+# them onto built-ins, so no clone may take one (nor a built-in's name), from the API or the CLI alike.
+OPENAI_VOICES: tuple[tuple[str, str], ...] = (
+    ("alloy", "neutral"), ("ash", "male"), ("ballad", "male"), ("coral", "female"), ("echo", "male"),
+    ("fable", "neutral"), ("onyx", "male"), ("nova", "female"), ("sage", "female"), ("shimmer", "female"),
+    ("verse", "male"), ("marin", "female"), ("cedar", "male"),
+)  # fmt: skip
 
 
 def default_voices_dir() -> Path:
@@ -77,18 +85,42 @@ class VoiceStore:
         return [*self._builtins.values(), *self._clones.values()]
 
     def get(self, name: str) -> Voice:
+        """A voice by name or id, else the one clone whose label (the name given at an HTTP upload) is `name`."""
         if name in self._builtins:
             return self._builtins[name]
         if name in self._clones:
             return self._clones[name]
+        labelled = self.labelled(name)
+        if len(labelled) == 1:
+            return labelled[0]
+        if labelled:
+            ids = ", ".join(sorted(v.name for v in labelled))
+            raise InputError(f"{len(labelled)} cloned voices are named {name!r} ({ids}); give one's id", param="voice")
         known = ", ".join(sorted([*self._builtins, *self._clones])) or "(none)"
         raise VoiceNotFoundError(f"unknown voice {name!r}; known voices: {known}", param="voice")
+
+    def has(self, name: str) -> bool:
+        """Whether `name` is a built-in's name or a clone's id (labels not consulted)."""
+        return name in self._builtins or name in self._clones
+
+    def labelled(self, label: str) -> builtins.list[Voice]:
+        """Clones uploaded under `label` (matched in memory, never as a path; an empty label matches none)."""
+        return [v for v in self._clones.values() if label and v.description == label] if label.strip() else []
+
+    def reserved(self, name: str) -> bool:
+        """Whether `name` is a built-in's or an OpenAI voice name (case-insensitive): no clone may take it."""
+        taken = {n.lower() for n in self._builtins} | {n for n, _ in OPENAI_VOICES}
+        return name.strip().lower() in taken
 
     def add(self, voice: Voice) -> Voice:
         """Persist a clone. Built-in names cannot be shadowed; an existing clone of that name is replaced."""
         validate_voice_name(voice.name)
-        if voice.name in self._builtins:
-            raise InputError(f"{voice.name!r} is a built-in voice; choose another name", param="name")
+        if self.reserved(voice.name):
+            raise InputError(
+                f"{voice.name!r} is a built-in or OpenAI voice name, so a request by that name would not reach this "
+                "clone; choose another name",
+                param="name",
+            )
         clone = Voice(
             name=voice.name,
             embedding=voice.embedding,
@@ -110,6 +142,8 @@ class VoiceStore:
         return clone
 
     def remove(self, name: str) -> None:
+        if name not in self._clones and self.labelled(name):
+            name = self.get(name).name  # the one clone uploaded under that label (several: get says which ids)
         validate_voice_name(name)
         if name in self._builtins:
             raise InputError(f"{name!r} is a built-in voice and cannot be removed", param="voice")

@@ -16,6 +16,9 @@ DEFAULT_MAX_UPLOAD_BYTES = 10 * MIB
 JSON_BODY_OVERHEAD_BYTES = 64 * 1024
 
 
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")  # uvicorn's
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     """How one rtvox HTTP server runs: where it listens, what it loads, and the limits it enforces."""
@@ -63,6 +66,8 @@ class ServerConfig:
             raise ValueError("max_queue and max_batch must be at least 1")
         if not math.isfinite(self.max_wait_ms) or self.max_wait_ms < 0:
             raise ValueError(f"max_wait_ms must be a finite number ≥ 0, got {self.max_wait_ms}")
+        if self.log_level not in LOG_LEVELS:
+            raise ValueError(f"log level {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
         if self.deadline_s is not None and not self.deadline_s > 0:
             raise ValueError(f"deadline_s must be > 0 (or unset for none), got {self.deadline_s}")
         if any(not key.strip() for key in self.api_keys):

@@ -19,17 +19,11 @@ import numpy as np
 from rtvox.errors import AudioInputError, InputError, VoiceNotFoundError
 from rtvox.runtime.synthesizer import Synthesizer
 from rtvox.runtime.types import Voice
-from rtvox.runtime.voices import CLONE_SUFFIX, validate_voice_name
+from rtvox.runtime.voices import CLONE_SUFFIX, OPENAI_VOICES, validate_voice_name
 from rtvox.server.schemas import VoiceObject
 
 log = logging.getLogger("rtvox.server")
 
-# OpenAI's voice names with the gender they sound as; "neutral" ones may map to any built-in.
-OPENAI_VOICES: tuple[tuple[str, str], ...] = (
-    ("alloy", "neutral"), ("ash", "male"), ("ballad", "male"), ("coral", "female"), ("echo", "male"),
-    ("fable", "neutral"), ("onyx", "male"), ("nova", "female"), ("sage", "female"), ("shimmer", "female"),
-    ("verse", "male"), ("marin", "female"), ("cedar", "male"),
-)  # fmt: skip
 CLONE_ID_PREFIX = "voice_"
 REDIS_VOICES_KEY = "rtvox:voices"
 REDIS_TIMEOUT_S = 0.5
@@ -88,7 +82,7 @@ class VoiceRegistry:
         if requested is None:
             return self.synth.default_voice
         name = requested.strip()
-        if name.lower() in self.aliases and not self._known(name):
+        if name.lower() in self.aliases and name not in self.store.builtin_names:  # never a clone of that name
             return self.aliases[name.lower()]
         is_id = True  # only a name of the id form may reach the store's files or Redis; labels are looked up
         try:  # in memory, so a clone uploaded as "日本語の声" or "a b" is usable by that name too
@@ -99,7 +93,7 @@ class VoiceRegistry:
             return name
         if is_id and await self._fetch_shared(name):
             return name
-        labelled = [v.name for v in self.store.list() if not v.builtin and v.description == name]
+        labelled = [v.name for v in self.store.labelled(name)]
         if len(labelled) == 1:  # the name given at upload, as the voice list shows it
             return labelled[0]
         if labelled:
@@ -117,11 +111,7 @@ class VoiceRegistry:
         )
 
     def _known(self, name: str) -> bool:
-        try:
-            self.store.get(name)
-        except VoiceNotFoundError:
-            return False
-        return True
+        return self.store.has(name)
 
     async def list(self) -> list[VoiceObject]:
         await self._sync_shared()
@@ -158,8 +148,7 @@ class VoiceRegistry:
             raise AudioInputError(str(exc), param=param) from None
 
     async def clone(self, label: str, clip: bytes) -> VoiceObject:
-        taken = {n.lower() for n in self.store.builtin_names} | set(self.aliases)
-        if label.lower() in taken:
+        if self.store.reserved(label):
             raise InputError(
                 f"the name {label!r} is a built-in or OpenAI voice name, so a request by that name would not reach "
                 "this clone; choose another name",

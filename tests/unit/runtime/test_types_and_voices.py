@@ -98,3 +98,25 @@ def test_allocate_frames_is_exact_and_proportional(natural: list[int], total: in
     if sum(natural) > 0:
         expected = np.asarray(natural) / sum(natural) * total
         assert np.all(np.abs(np.asarray(frames) - expected) < 1.0)
+
+
+def test_voice_store_finds_a_clone_by_its_upload_label_and_keeps_reserved_names(tmp_path: Path) -> None:
+    """The CLI and the server share one folder: a clone uploaded as "a b" (id voice_…) is found and removed by
+    that label; two clones of one label are ambiguous (ids listed); an empty name matches no label; no clone
+    may take a built-in's or an OpenAI voice's name, in any case."""
+    store = VoiceStore([Voice(name="anna", embedding=_unit(0))], clones_dir=tmp_path)
+    store.add(Voice(name="voice_a1", embedding=_unit(1), description="a b", builtin=False))
+    store.add(Voice(name="cli-made", embedding=_unit(2), builtin=False))  # no label, as `rtvox voices add` makes
+    assert store.get("a b").name == "voice_a1"
+    for empty in ("", " "):
+        with pytest.raises(VoiceNotFoundError):
+            store.get(empty)
+    store.add(Voice(name="voice_a2", embedding=_unit(3), description="a b", builtin=False))
+    with pytest.raises(InputError, match="2 cloned voices are named 'a b' \\(voice_a1, voice_a2\\)"):
+        store.get("a b")
+    store.remove("voice_a2")
+    store.remove("a b")
+    assert [v.name for v in store.list()] == ["anna", "cli-made"]
+    for taken in ("alloy", "NOVA", "Anna"):
+        with pytest.raises(InputError, match="choose another name"):
+            store.add(Voice(name=taken, embedding=_unit(4), builtin=False))
