@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 
-from rtvox.cli_errors import one_message
+from rtvox.cli_errors import check_output_path, one_message
 from rtvox.constants import AUDIO_FORMATS, SAMPLE_RATE
 from rtvox.errors import InputError, TextError
 from rtvox.eval.commands import register as register_eval
@@ -62,22 +61,6 @@ def output_format(output: Path, fmt: str | None) -> str:
         raise InputError(f"unsupported audio format {name!r}; use --format {'|'.join(AUDIO_FORMATS)}")
     check_output_path(output)
     return name
-
-
-def check_output_path(output: Path) -> None:
-    """InputError unless OUTPUT names a file in an existing, writable folder."""
-    if output.is_dir():
-        raise InputError(f"output {output} is a folder; give a file name", param="output")
-    folder = output.parent
-    if not folder.is_dir():
-        raise InputError(f"output folder {folder} does not exist; create it first", param="output")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise InputError(f"output folder {folder} is not writable", param="output")
-    try:  # os.access trusts mode bits; /proc, /sys and read-only mounts refuse the file itself
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".rtvox-probe-"):
-            pass
-    except OSError as exc:
-        raise InputError(f"cannot write {output}: {exc.strerror or exc}", param="output") from None
 
 
 def _run(fn: Callable[[], T]) -> T:
@@ -318,7 +301,6 @@ def serve(
     """Run the HTTP service: OpenAI-compatible speech API, voice cloning, /v1/tts, metrics, web page at /."""
 
     def body() -> None:
-        import os
 
         from rtvox.server.config import MIB, ServerConfig, split_list
         from rtvox.server.serve import serve as run_server

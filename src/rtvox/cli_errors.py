@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import typer
 
@@ -23,3 +26,25 @@ def one_message() -> Iterator[None]:
         where = f": {exc.filename}" if exc.filename else ""
         typer.echo(f"error: {exc.strerror or exc}{where}", err=True)
         raise typer.Exit(1) from None
+
+
+def check_output_path(output: Path, *, make_folder: bool = False) -> None:
+    """InputError unless OUTPUT names a file in an existing (with `make_folder`: creatable), writable folder."""
+    if output.is_dir():
+        raise InputError(f"output {output} is a folder; give a file name", param="output")
+    folder = output.parent
+    if make_folder and not folder.exists():
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            message = f"cannot create the output folder {folder}: {exc.strerror or exc}"
+            raise InputError(message, param="output") from None
+    if not folder.is_dir():
+        raise InputError(f"output folder {folder} does not exist; create it first", param="output")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"output folder {folder} is not writable", param="output")
+    try:  # os.access trusts mode bits; /proc, /sys and read-only mounts refuse the file itself
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".rtvox-probe-"):
+            pass
+    except OSError as exc:
+        raise InputError(f"cannot write {output}: {exc.strerror or exc}", param="output") from None

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from rtvox.cli_errors import one_message
+from rtvox.cli_errors import check_output_path, one_message
 from rtvox.constants import DEFAULT_MODEL
 from rtvox.errors import InputError
 
@@ -50,6 +50,7 @@ def eval_command(
     from rtvox.eval.runner import EvalOptions, run_eval, write_results
 
     with one_message():
+        check_output_path(out, make_folder=True)  # before minutes of rendering and scoring, not after
         if audio_dir is None and model is None:
             model = DEFAULT_MODEL
         options = EvalOptions(
