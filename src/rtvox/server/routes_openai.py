@@ -10,7 +10,6 @@ from fastapi.responses import StreamingResponse
 
 from rtvox.audio.encode import MEDIA_TYPES
 from rtvox.runtime.types import SynthesisRequest
-from rtvox.server.errors import APIError
 from rtvox.server.instructions import parse_instructions
 from rtvox.server.safety import require_content_type
 from rtvox.server.schemas import ErrorBody, ModelList, ModelObject, SpeechRequest, VoiceRef
@@ -78,11 +77,5 @@ async def list_models(request: Request) -> ModelList:
 @router.get("/models/{model}", response_model=ModelObject, responses=ERRORS, summary="Retrieve a model")
 async def retrieve_model(request: Request, model: str) -> ModelObject:
     state = get_state(request)
-    if model not in state.model_ids():
-        raise APIError(
-            404,
-            f"unknown model {model!r}; use one of: {', '.join(state.model_ids())} (GET /v1/models)",
-            param="model",
-            code="model_not_found",
-        )
+    state.check_model(model, status=404)
     return ModelObject(id=model, created=int(state.service.synthesizer.model_dir.stat().st_mtime))

@@ -48,10 +48,11 @@ class ServerState:
     def model_ids(self) -> tuple[str, ...]:
         return (self.model_id, *self.config.model_aliases)
 
-    def check_model(self, model: str) -> None:
+    def check_model(self, model: str, status: int = 400) -> None:
+        """APIError(status) unless `model` is one this server serves (400 for a body field, 404 for a path)."""
         if model not in self.model_ids():
             raise APIError(
-                400,
+                status,
                 f"unknown model {model!r}; use one of: {', '.join(self.model_ids())} (GET /v1/models)",
                 param="model",
                 code="model_not_found",
