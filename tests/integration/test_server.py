@@ -139,39 +139,44 @@ def test_client_disconnect_cancels_the_request(live: LiveServer) -> None:
     assert live.service.stats()["admitted"] == 0
 
 
+class ScriptedService:
+    """The SpeechService protocol with no scheduler: a subclass's `stream` scripts the chunks (and failures)."""
+
+    def __init__(self, model: Path, voices_dir: Path) -> None:
+        from rtvox.runtime import Synthesizer
+
+        self.synthesizer = Synthesizer(model, device="cpu", voices_dir=voices_dir)
+        self.ready = True
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def health(self) -> dict[str, object]:
+        return {}
+
+    def stats(self) -> dict[str, object]:
+        return {}
+
+    async def synthesize(self, request: object, *, deadline_s: float | None = None) -> object:
+        raise NotImplementedError
+
+
 def test_audio_leaves_before_synthesis_ends(tiny_model: Path, tmp_path: Path) -> None:
     """The first chunk's bytes reach the client while the runtime is still held on the second chunk."""
-    from rtvox.runtime import Synthesizer
     from rtvox.runtime.types import AudioChunk, SynthesisRequest
     from rtvox.server import create_app
 
     gate = threading.Event()
 
-    class HeldService:
-        def __init__(self) -> None:
-            self.synthesizer = Synthesizer(tiny_model, device="cpu", voices_dir=tmp_path)
-            self.ready = True
-
-        async def start(self) -> None: ...
-
-        async def stop(self) -> None: ...
-
-        def health(self) -> dict[str, object]:
-            return {}
-
-        def stats(self) -> dict[str, object]:
-            return {}
-
-        async def synthesize(self, request: SynthesisRequest, *, deadline_s: float | None = None) -> object:
-            raise NotImplementedError
-
+    class HeldService(ScriptedService):
         async def stream(self, request: SynthesisRequest, *, deadline_s: float | None = None):  # type: ignore[no-untyped-def]
             audio = np.full(2400, 0.25, np.float32)
             yield AudioChunk(0, audio, "first", False)
             await asyncio.to_thread(gate.wait, 30)
             yield AudioChunk(1, audio, "second", True)
 
-    with LiveServer.around(create_app(HeldService())) as server:  # type: ignore[arg-type]
+    with LiveServer.around(create_app(HeldService(tiny_model, tmp_path))) as server:  # type: ignore[arg-type]
         body = {"model": "tts-1", "voice": "alloy", "input": "Hello.", "response_format": "pcm"}
         with (
             httpx.Client(base_url=server.url, timeout=60) as http,
@@ -254,29 +259,12 @@ def test_a_stream_cut_after_its_first_bytes_is_incomplete_and_logged_once(
     the next request on a new connection is served."""
     import logging
 
-    from rtvox.runtime import Synthesizer
     from rtvox.runtime.sched_types import DeadlineExceededError
     from rtvox.runtime.types import AudioChunk, SynthesisRequest
     from rtvox.server import create_app
 
-    class CutService:
-        def __init__(self) -> None:
-            self.synthesizer = Synthesizer(tiny_model, device="cpu", voices_dir=tmp_path)
-            self.ready = True
-            self.calls = 0
-
-        async def start(self) -> None: ...
-
-        async def stop(self) -> None: ...
-
-        def health(self) -> dict[str, object]:
-            return {}
-
-        def stats(self) -> dict[str, object]:
-            return {}
-
-        async def synthesize(self, request: SynthesisRequest, *, deadline_s: float | None = None) -> object:
-            raise NotImplementedError
+    class CutService(ScriptedService):
+        calls = 0
 
         async def stream(self, request: SynthesisRequest, *, deadline_s: float | None = None):  # type: ignore[no-untyped-def]
             self.calls += 1
@@ -287,7 +275,7 @@ def test_a_stream_cut_after_its_first_bytes_is_incomplete_and_logged_once(
 
     body = {"model": "tts-1", "voice": "alloy", "input": "Hello.", "response_format": "pcm"}
     caplog.set_level(logging.WARNING)
-    with LiveServer.around(create_app(CutService())) as server:  # type: ignore[arg-type]
+    with LiveServer.around(create_app(CutService(tiny_model, tmp_path))) as server:  # type: ignore[arg-type]
         received = b""
         with (
             pytest.raises(httpx.RemoteProtocolError),
