@@ -105,22 +105,24 @@ class VoiceStore:
 
     def labelled(self, label: str) -> builtins.list[Voice]:
         """Clones uploaded under `label` (matched in memory, never as a path; an empty label matches none)."""
-        return [v for v in self._clones.values() if label and v.description == label] if label.strip() else []
+        if not label.strip():
+            return []
+        return [v for v in self._clones.values() if v.description == label]
 
-    def reserved(self, name: str) -> bool:
-        """Whether `name` is a built-in's or an OpenAI voice name (case-insensitive): no clone may take it."""
+    def refuse_reserved(self, name: str) -> None:
+        """InputError if `name` is a built-in's or an OpenAI voice name (any case): no clone may take one."""
         taken = {n.lower() for n in self._builtins} | {n for n, _ in OPENAI_VOICES}
-        return name.strip().lower() in taken
+        if name.strip().lower() in taken:
+            raise InputError(
+                f"{name!r} is a built-in or OpenAI voice name, so a request by that name would not reach this "
+                "clone; choose another name",
+                param="name",
+            )
 
     def add(self, voice: Voice) -> Voice:
         """Persist a clone. Built-in names cannot be shadowed; an existing clone of that name is replaced."""
         validate_voice_name(voice.name)
-        if self.reserved(voice.name):
-            raise InputError(
-                f"{voice.name!r} is a built-in or OpenAI voice name, so a request by that name would not reach this "
-                "clone; choose another name",
-                param="name",
-            )
+        self.refuse_reserved(voice.name)
         clone = Voice(
             name=voice.name,
             embedding=voice.embedding,

@@ -93,14 +93,8 @@ class VoiceRegistry:
             return name
         if is_id and await self._fetch_shared(name):
             return name
-        labelled = [v.name for v in self.store.labelled(name)]
-        if len(labelled) == 1:  # the name given at upload, as the voice list shows it
-            return labelled[0]
-        if labelled:
-            raise InputError(
-                f"{len(labelled)} cloned voices are named {name!r} ({', '.join(sorted(labelled))}); pass one's id",
-                param="voice",
-            )
+        if self.store.labelled(name):  # the name given at upload, as the voice list shows it
+            return self.store.get(name).name  # the one clone of that label (several: an error naming their ids)
         if not is_id:
             validate_voice_name(name)  # raises: what an id may look like
         builtins = ", ".join(self.store.builtin_names)
@@ -148,12 +142,7 @@ class VoiceRegistry:
             raise AudioInputError(str(exc), param=param) from None
 
     async def clone(self, label: str, clip: bytes) -> VoiceObject:
-        if self.store.reserved(label):
-            raise InputError(
-                f"the name {label!r} is a built-in or OpenAI voice name, so a request by that name would not reach "
-                "this clone; choose another name",
-                param="name",
-            )
+        self.store.refuse_reserved(label)
         embedding = await self.embed(clip, param="audio_sample")
         voice = Voice(name=new_clone_id(), embedding=embedding, description=label, builtin=False)
         stored = self.store.add(voice)
