@@ -301,7 +301,6 @@ def serve(
     """Run the HTTP service: OpenAI-compatible speech API, voice cloning, /v1/tts, metrics, web page at /."""
 
     def body() -> None:
-
         from rtvox.server.config import MIB, ServerConfig, split_list
         from rtvox.server.serve import serve as run_server
 
