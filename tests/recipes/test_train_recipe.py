@@ -338,30 +338,36 @@ def test_export_ar_builds_a_servable_model_directory(packed: Path, tmp_path: Pat
     assert audio.size == round(1.0 * SAMPLE_RATE / 256) * 256 and np.isfinite(audio).all()
 
 
+def _gpu_train(src: Path, tmp_path: Path, settings: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`recipes/train/gpu.sh train SRC 0.01` on the CPU with `settings` (env), its state and output under tmp_path;
+    asserts it exited 0."""
+    import os
+
+    env = os.environ | {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # python3 = this interpreter
+        "DEVICE": "cpu",
+        "DATA": str(tmp_path / "data"),
+        "RUNS": str(tmp_path / "runs"),
+        "OUT": str(tmp_path / "out"),
+        "PACK": str(tmp_path / "pack"),
+        **settings,
+    }
+    script = ROOT / "recipes" / "train" / "gpu.sh"
+    done = subprocess.run(["bash", str(script), "train", str(src), "0.01"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done
+
+
 def test_gpu_script_trains_side_by_side_and_ships_one_tar(packed: Path, tmp_path: Path) -> None:
     """recipes/train/gpu.sh on the CPU: four trainers at once, every snapshot back in one split tar, the
     vocoder's discriminator left behind (it would push the return over the 64 MiB a device call brings back)."""
-    import os
     import shutil
     import tarfile
 
     if shutil.which("bash") is None:
         pytest.skip("no bash")
-    env = os.environ | {
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # python3 = this interpreter
-        "DEVICE": "cpu",
-        "ACOUSTIC_PRESET": "tiny",
-        "VOC_PRESET": "vocos-tiny",
-        "SECOND": "tiny",
-        "CODEC": "1",
-        "DATA": str(tmp_path / "data"),
-        "RUNS": str(tmp_path / "runs"),
-        "OUT": str(tmp_path / "out"),
-        "PACK": str(tmp_path / "pack"),
-    }
-    script = ROOT / "recipes" / "train" / "gpu.sh"
-    done = subprocess.run(["bash", str(script), "train", str(packed), "0.01"], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    settings = {"ACOUSTIC_PRESET": "tiny", "VOC_PRESET": "vocos-tiny", "SECOND": "tiny", "CODEC": "1"}
+    done = _gpu_train(packed, tmp_path, settings)
     for name in ("acoustic", "vocoder", "codec", "acoustic-tiny"):
         assert f"{name} exited" not in done.stdout, done.stdout[-2000:]
     pieces = sorted((tmp_path / "out").glob("snap.tar.*"))
@@ -496,7 +502,6 @@ def test_gta_pairs_line_up_with_the_recordings_and_fine_tune_the_vocoder(
 def test_gpu_script_fine_tunes_three_vocoder_variants_alone(packed: Path, tmp_path: Path) -> None:
     """`ACOUSTIC=0 VOC_ARGS=… VOC2_ARGS=… VOC3_ARGS=… gpu.sh train`: no acoustic model, three vocoders from one
     init snapshot, all back in the tar."""
-    import os
     import tarfile
 
     import torch
@@ -513,23 +518,9 @@ def test_gpu_script_fine_tunes_three_vocoder_variants_alone(packed: Path, tmp_pa
     save_gta(src / "gta-0.npz", [GtaClip(MelSpectrogram()(torch.from_numpy(wav)[None])[0].numpy(), wav, "u")])
     init = build_vocoder(vocoder_preset("vocos-tiny"))
     save_snapshot(src / "init" / "vocoder", {"vocoder": init}, {"preset": "vocos-tiny", "step": 7})
-    env = os.environ | {
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "DEVICE": "cpu",
-        "ACOUSTIC": "0",
-        "VOC_PRESET": "vocos-tiny",
-        "VOC_BATCH": "2",
-        "VOC_ARGS": "--gta-fraction 0.5 --lr 1e-4",
-        "VOC2_ARGS": "--gta-fraction 1.0 --lr 1e-4",
-        "VOC3_ARGS": "--gta-fraction 0",
-        "DATA": str(tmp_path / "data"),
-        "RUNS": str(tmp_path / "runs"),
-        "OUT": str(tmp_path / "out"),
-        "PACK": str(tmp_path / "pack"),
-    }
-    script = ROOT / "recipes" / "train" / "gpu.sh"
-    done = subprocess.run(["bash", str(script), "train", str(src), "0.01"], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    settings = {"ACOUSTIC": "0", "VOC_PRESET": "vocos-tiny", "VOC_BATCH": "2"}
+    settings |= {"VOC_ARGS": "--gta-fraction 0.5 --lr 1e-4", "VOC2_ARGS": "--gta-fraction 1.0 --lr 1e-4"}
+    done = _gpu_train(src, tmp_path, settings | {"VOC3_ARGS": "--gta-fraction 0"})
     assert "exited" not in done.stdout, done.stdout[-2000:]
     joined = tmp_path / "snap.tar"
     joined.write_bytes(b"".join(p.read_bytes() for p in sorted((tmp_path / "out").glob("snap.tar.*"))))
