@@ -29,9 +29,8 @@ from rtvox.audio.loudness import trim_silence
 from rtvox.constants import HOP_LENGTH, SAMPLE_RATE
 from rtvox.models.emotion import fuse_condition
 from rtvox.text.vocab import Vocabulary
-from rtvox.training.acoustic import AcousticRun, build_modules, run_config, targets
+from rtvox.training.acoustic import load_acoustic_snapshot, targets
 from rtvox.training.align import align_batch, flat_start_width
-from rtvox.training.checkpoint import load_snapshot
 from rtvox.training.data import collate_acoustic, drop_ids, load_acoustic, speaker_prosody_stats
 from rtvox.training.gta import GtaClip, save_gta
 
@@ -64,22 +63,10 @@ def main() -> None:
     args = ap.parse_args()
     t0 = time.monotonic()
     torch.set_grad_enabled(False)
-    progress = json.loads((args.snapshot / "progress.json").read_text("utf-8"))
-    run = AcousticRun(
-        data=args.data,
-        run_dir=Path("/nonexistent"),
-        preset=progress.get("preset", "small"),
-        skip_symbols=tuple(progress.get("skip_symbols", ("#1", "#2"))),
-        frame_position=bool(progress.get("frame_position", True)),
-        device="cpu",
-    )
+    run, modules = load_acoustic_snapshot(args.snapshot, args.data)
     vocab = Vocabulary.default()
     data = drop_ids(load_acoustic(args.data, args.shards.split(",")), {vocab.id(s) for s in run.skip_symbols})
     stats = torch.from_numpy(speaker_prosody_stats(data))
-    modules = build_modules(run_config(run, len(vocab)), len(vocab))
-    load_snapshot(args.snapshot, modules)
-    for m in modules.values():
-        m.eval()
     rng = np.random.default_rng(args.seed)
     order = rng.permutation(len(data))
     frames_wanted = args.minutes * 60 * SAMPLE_RATE / HOP_LENGTH

@@ -31,9 +31,8 @@ from rtvox.models.bundle import ModelBundle
 from rtvox.models.emotion import fuse_condition
 from rtvox.models.prosody import IDENTITY_ROW
 from rtvox.text.vocab import Vocabulary
-from rtvox.training.acoustic import AcousticRun, build_modules, run_config, targets
+from rtvox.training.acoustic import load_acoustic_snapshot, targets
 from rtvox.training.align import Aligner, align_batch
-from rtvox.training.checkpoint import load_snapshot
 from rtvox.training.data import collate_acoustic, drop_ids, load_acoustic, speaker_prosody_stats
 
 WAYS = ("free", "tdur", "tdur_tpe", "copy")
@@ -87,14 +86,7 @@ def main() -> None:
     if not picked:
         raise SystemExit(f"no neutral Mandarin {args.category!r} utterances of {args.corpus} in {args.shard}")
 
-    progress = json.loads((args.snapshot / "progress.json").read_text("utf-8"))
-    run = AcousticRun(
-        args.data, Path("/tmp/unused"), device="cpu", frame_position=bool(progress.get("frame_position", False))
-    )
-    modules = build_modules(run_config(run, len(vocab)), len(vocab))
-    load_snapshot(args.snapshot, modules)
-    for m in modules.values():
-        m.eval()
+    run, modules = load_acoustic_snapshot(args.snapshot, args.data)
     model, aligner = modules["acoustic"], modules["aligner"]
     assert isinstance(model, AcousticModel) and isinstance(aligner, Aligner)
     stats = torch.from_numpy(speaker_prosody_stats(data))

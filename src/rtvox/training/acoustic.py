@@ -327,6 +327,27 @@ def validate(
     return total / max(count, 1)
 
 
+def load_acoustic_snapshot(snapshot: Path, data: Path = Path(".")) -> tuple[AcousticRun, dict[str, torch.nn.Module]]:
+    """A training snapshot's modules (acoustic model, aligner, emotion encoder and table) on the CPU in eval mode,
+    with the run settings its progress.json records (preset, skipped symbols, frame positions): what probes and
+    recipes that run the trained model outside the trainer need."""
+    progress = json.loads((snapshot / "progress.json").read_text("utf-8"))
+    run = AcousticRun(
+        data=data,
+        run_dir=snapshot,
+        preset=progress.get("preset", "small"),
+        skip_symbols=tuple(progress.get("skip_symbols", (WORD, PHRASE))),
+        frame_position=bool(progress.get("frame_position", False)),
+        device="cpu",
+    )
+    vocab_size = len(Vocabulary.default())
+    modules = build_modules(run_config(run, vocab_size), vocab_size)
+    load_snapshot(snapshot, modules)
+    for module in modules.values():
+        module.eval()
+    return run, modules
+
+
 def is_model_dir(path: Path) -> bool:
     """A shipped model directory (config.json beside the weights), as opposed to a training snapshot."""
     return (path / "config.json").is_file() and not (path / PROGRESS_NAME).is_file()
