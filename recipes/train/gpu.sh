@@ -20,7 +20,10 @@
 #                                              vocos-small; an init snapshot must be of the same preset)
 #   ACOUSTIC_ARGS="--dropout 0.1" recipes/train/gpu.sh train ...   extra flags for `rtvox train acoustic`
 #   recipes/train/gpu.sh train-ar DIR MINUTES  the AR family: codec for CODEC_MINUTES (default 3; skipped when
-#                                              DIR/init/codec holds a trained one), then the GPT for the rest
+#                                              DIR/init/codec holds a trained one), then the GPT for the rest;
+#                                              CODEC_PRESET, CODEC_ARGS and AR_ARGS pass more flags, and a
+#                                              durations.npz in DIR (recipes/train/durations.py) goes to both
+#                                              as --durations (phoneme-pointer presets)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DATA=${DATA:-/tmp/rtvox-data}
@@ -39,27 +42,37 @@ minutes=$3
 ship() {  # $PACK -> $OUT as 15 MiB pieces of one tar (each returned file must stay under 16 MiB, 64 MiB in all):
   # the vocoder's discriminator stays behind (a warm machine resumes from $RUNS; a cold one restarts it)
   tar cf - --exclude=discriminator.safetensors -C "$(dirname "$PACK")" "$(basename "$PACK")" \
-    | split -b 15M - "$OUT/snap.tar."
+    | split -b "${PIECE:-15M}" - "$OUT/snap.tar."
   ls -la "$OUT"
 }
 if [ "$mode" = train-ar ]; then
   export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/src:${PYTHONPATH:-}
   codec_snap="$src/init/codec"
-  if [ ! -f "$codec_snap/progress.json" ]; then
+  dur=()
+  if [ -f "$DATA/durations.npz" ]; then dur=(--durations "$DATA/durations.npz"); fi
+  if [ ! -f "$codec_snap/progress.json" ] && [ -f "$RUNS/codec/snapshot/progress.json" ] && [ -n "${CODEC_DONE:-}" ]; then
+    codec_snap="$RUNS/codec/snapshot"  # an earlier call on this warm machine trained it
+  elif [ ! -f "$codec_snap/progress.json" ]; then
     cm=${CODEC_MINUTES:-3}
-    python3 -m rtvox train codec --data "$DATA" --run-dir "$RUNS/codec" --minutes "$cm" --device "${DEVICE:-cuda}" >"$RUNS/codec.log" 2>&1 \
-      || echo "codec exited with $?"
+    # shellcheck disable=SC2086  # CODEC_ARGS is a list of extra flags, split on purpose
+    python3 -m rtvox train codec --data "$DATA" --run-dir "$RUNS/codec" --minutes "$cm" --device "${DEVICE:-cuda}" \
+      --preset "${CODEC_PRESET:-base}" "${dur[@]}" ${CODEC_ARGS:-} >"$RUNS/codec.log" 2>&1 || echo "codec exited with $?"
     codec_snap="$RUNS/codec/snapshot"
+    if [ -f "$RUNS/codec/best/progress.json" ]; then codec_snap="$RUNS/codec/best"; fi  # lowest held-out mel L1
     minutes=$(python3 -c "print(max(0.5, $minutes - $cm - 0.3))")
   fi
   ainit=()
   if [ ! -f "$RUNS/ar/state.pt" ] && [ -d "$src/init/ar" ]; then ainit=(--init "$src/init/ar"); fi
+  # shellcheck disable=SC2086
   python3 -m rtvox train ar --data "$DATA" --run-dir "$RUNS/ar" --codec "$codec_snap" --minutes "$minutes" \
-    --preset "${AR_PRESET:-medium}" --device "${DEVICE:-cuda}" "${ainit[@]}" >"$RUNS/ar.log" 2>&1 || echo "ar exited with $?"
+    --preset "${AR_PRESET:-medium}" --device "${DEVICE:-cuda}" "${dur[@]}" ${AR_ARGS:-} "${ainit[@]}" \
+    >>"$RUNS/ar.log" 2>&1 || echo "ar exited with $?"
   tail -n 3 "$RUNS"/codec.log "$RUNS"/ar.log 2>/dev/null || true
   mkdir -p "$PACK"/codec "$PACK"/ar
   cp "$codec_snap"/* "$PACK"/codec/ 2>/dev/null || true
-  cp "$RUNS"/ar/snapshot/* "$PACK"/ar/ 2>/dev/null || true
+  ar_snap="$RUNS/ar/snapshot"
+  if [ -f "$RUNS/ar/best/progress.json" ]; then ar_snap="$RUNS/ar/best"; fi  # lowest held-out cross-entropy
+  cp "$ar_snap"/* "$PACK"/ar/ 2>/dev/null || true
   cp "$RUNS"/codec.log "$RUNS"/ar.log "$PACK"/ 2>/dev/null || true
   ship
   exit 0

@@ -302,9 +302,11 @@ def test_ar_family_trainers_run_resume_and_snapshot(packed: Path, tmp_path: Path
     assert torch.isfinite(next(gpt.parameters())).all()
 
 
-def test_export_ar_builds_a_servable_model_directory(packed: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("codec_preset", ["tiny", "pointer-tiny"])
+def test_export_ar_builds_a_servable_model_directory(packed: Path, tmp_path: Path, codec_preset: str) -> None:
     """`rtvox train export-ar` from codec, GPT and vocoder snapshots (random weights: the trainers' own runs are
-    pinned above) gives a directory the Synthesizer loads as the AR family and speaks with."""
+    pinned above) gives a directory the Synthesizer loads as the AR family and speaks with, with plain codes and
+    with phoneme-pointer tokens."""
     from typer.testing import CliRunner
 
     from rtvox.cli import app
@@ -317,11 +319,11 @@ def test_export_ar_builds_a_servable_model_directory(packed: Path, tmp_path: Pat
     from rtvox.training.ar import ar_config
     from rtvox.training.checkpoint import save_snapshot
 
-    save_snapshot(
-        tmp_path / "codec", {"codec": MelCodec(CodecConfig.preset("tiny"))}, {"preset": "tiny", "kind": "codec"}
-    )
-    gpt, table = ARDecoder(ar_config("tiny", 32)), EmotionTable(EmotionConfig())
-    save_snapshot(tmp_path / "ar", {"ar": gpt, "emotion_table": table}, {"preset": "tiny", "kind": "ar", "n_codes": 32})
+    codec_config = CodecConfig.preset(codec_preset)
+    save_snapshot(tmp_path / "codec", {"codec": MelCodec(codec_config)}, {"preset": codec_preset, "kind": "codec"})
+    gpt, table = ARDecoder(ar_config("tiny", codec_config)), EmotionTable(EmotionConfig())
+    identity = {"preset": "tiny", "kind": "ar", "n_codes": codec_config.n_tokens}
+    save_snapshot(tmp_path / "ar", {"ar": gpt, "emotion_table": table}, identity)
     save_snapshot(tmp_path / "voc", {"vocoder": build_vocoder(vocoder_preset("vocos-tiny"))}, {"preset": "vocos-tiny"})
     voices = tmp_path / "voices.json"
     spec = {"default": "b", "voices": [{"name": "a", "speaker": "zh_f_a"}, {"name": "b", "speaker": "en_m_b"}]}
@@ -333,9 +335,69 @@ def test_export_ar_builds_a_servable_model_directory(packed: Path, tmp_path: Pat
     bundle = ARBundle.load(tmp_path / "m")
     assert (bundle.config.name, bundle.config.version, bundle.config.default_voice) == ("ar-test", "0.0.1", "b")
     assert bundle.config.skip_symbols == ("#1", "#2") and bundle.config.vocoder.family == "vocos"
+    assert bundle.config.ar.advances == (4 if codec_preset.startswith("pointer") else 0)
     synth = Synthesizer(tmp_path / "m", device="cpu", voices_dir=tmp_path / "clones")
     audio = synth.synthesize("你好，world。", duration=1.0).audio
     assert audio.size == round(1.0 * SAMPLE_RATE / 256) * 256 and np.isfinite(audio).all()
+
+
+def test_phoneme_pointer_trainers_take_the_aligner_durations(packed: Path, tmp_path: Path) -> None:
+    """recipes/train/durations.py runs an acoustic snapshot's aligner over the corpus (durations that sum to every
+    mel length); the pointer codec and the GPT train on them, and a GPT token carries the pointer's advance."""
+    import torch
+    from recipes.train import durations as durations_recipe
+
+    from rtvox.errors import InputError
+    from rtvox.models.codec import CodecConfig, split_tokens
+    from rtvox.text.vocab import Vocabulary
+    from rtvox.training.acoustic import AcousticRun, train_acoustic
+    from rtvox.training.ar import (
+        SKIP_SYMBOLS,
+        ARRun,
+        load_durations,
+        pointer_batch,
+        pointer_table,
+        pointer_tokens,
+        train_ar,
+        train_codec,
+    )
+    from rtvox.training.data import drop_ids, load_acoustic
+
+    acoustic = AcousticRun(packed, tmp_path / "ac", preset="tiny", device="cpu", max_steps=1, batch_frames=2000)
+    train_acoustic(acoustic)
+    out = tmp_path / "durations.npz"
+    args = ["--data", str(packed), "--snapshot", str(tmp_path / "ac" / "snapshot"), "--out", str(out)]
+    assert durations_recipe.main([*args, "--device", "cpu", "--batch", "3"]) == 0
+    vocab = Vocabulary.default()
+    data = drop_ids(load_acoustic(packed), {vocab.id(symbol) for symbol in SKIP_SYMBOLS})
+    durations = load_durations(out, data)
+    assert [int(d.sum()) for d in durations] == data.mel_lengths.tolist() and all((d >= 1).all() for d in durations)
+    codec = CodecConfig.preset("pointer-tiny")
+    table = pointer_table(durations, data, codec)
+    for track, d, frames in zip(table, durations, data.mel_lengths, strict=True):
+        assert len(track) == frames // codec.downsample and track[0] >= 0 and (np.diff(track) >= 0).all()
+        assert (np.diff(track, prepend=0) < codec.advances).all() and track[-1] <= len(d) - 1
+    rows = np.arange(2)
+    pointers = pointer_batch(table, rows, 5, torch.device("cpu"))
+    codes = torch.tensor([[3, 0, 7, 1, 2], [5, 5, 5, 5, 5]])
+    tokens = pointer_tokens(codes, pointers, codec.advances)
+    got_codes, steps = split_tokens(tokens, codec.advances)
+    assert torch.equal(got_codes, codes) and torch.equal(steps.cumsum(1), pointers)
+    kw = dict(device="cpu", val_share=0.25, durations=out)
+    codec_run = ARRun(packed, tmp_path / "codec", preset="pointer-tiny", max_steps=2, batch_frames=2000, **kw)  # type: ignore[arg-type]
+    assert train_codec(codec_run)["val_mel_l1"] > 0
+    ar_run = ARRun(packed, tmp_path / "ar", preset="tiny", codec=tmp_path / "codec" / "snapshot", **kw)  # type: ignore[arg-type]
+    ar_run.max_steps, ar_run.batch_frames = 2, 2000
+    progress = train_ar(ar_run)
+    assert progress["advances"] == 4 and progress["n_codes"] == codec.n_tokens
+    ar_run.durations = None  # a pointer codec without durations is refused by name
+    with pytest.raises(InputError, match="--durations"):
+        train_ar(ARRun(packed, tmp_path / "ar2", preset="tiny", codec=tmp_path / "codec" / "snapshot", device="cpu"))
+    bad = tmp_path / "bad.npz"
+    with np.load(out) as z:
+        np.savez(bad, utt=z["utt"], ph_len=z["ph_len"], dur=z["dur"] + 1)
+    with pytest.raises(InputError, match="do not fit"):
+        load_durations(bad, data)
 
 
 def _gpu_train(src: Path, tmp_path: Path, settings: dict[str, str]) -> subprocess.CompletedProcess[str]:

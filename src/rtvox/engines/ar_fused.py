@@ -273,8 +273,9 @@ if HAVE_TRITON:
 
     @triton.jit
     def _embed(  # type: ignore[no-untyped-def]
-        codes_ptr, pos_ptr, code_emb_ptr, pos_emb_ptr, out_ptr, D, BLOCK_D: tl.constexpr
-    ):
+        codes_ptr, pos_ptr, code_emb_ptr, pos_emb_ptr, extra_ptr, out_ptr, D,
+        BLOCK_D: tl.constexpr, HAS_EXTRA: tl.constexpr,
+    ):  # fmt: skip
         b = tl.program_id(0)
         d = tl.arange(0, BLOCK_D)
         ok = d < D
@@ -282,6 +283,8 @@ if HAVE_TRITON:
         p = tl.load(pos_ptr + b)
         x = tl.load(code_emb_ptr + c * D + d, mask=ok, other=0.0).to(tl.float32)
         x += tl.load(pos_emb_ptr + p * D + d, mask=ok, other=0.0).to(tl.float32)
+        if HAS_EXTRA:  # the phoneme-pointer embedding of the row's fed token
+            x += tl.load(extra_ptr + b * D + d, mask=ok, other=0.0).to(tl.float32)
         tl.store(out_ptr + b * D + d, x, mask=ok)
 
 
@@ -412,7 +415,8 @@ class FusedDecode:
         self.pdl = supported if pdl is None else pdl
 
     @torch.no_grad()
-    def __call__(self, codes: Tensor, positions: Tensor, tables: Tensor) -> Tensor:
+    def __call__(self, codes: Tensor, positions: Tensor, tables: Tensor, extra: Tensor | None = None) -> Tensor:
+        """`extra` [B, D]: added to the fed tokens' embeddings (a phoneme-pointer model's pointer embeddings)."""
         model, cfg = self.model, self.model.config
         batch, dim = codes.shape[0], cfg.dim
         if batch > MAX_FUSED_BATCH:
@@ -433,8 +437,9 @@ class FusedDecode:
         proj_parts = torch.empty(proj_plan.split_k, batch, dim, device=dev, dtype=torch.float32)
         down_parts = torch.empty(down_plan.split_k, batch, dim, device=dev, dtype=torch.float32)
         _embed[(batch,)](
-            codes.reshape(batch), pos, model.codes.weight, model.pos.weight, stream[1], dim,
-            BLOCK_D=triton.next_power_of_2(dim),
+            codes.reshape(batch), pos, model.codes.weight, model.pos.weight,
+            extra.reshape(batch, dim) if extra is not None else stream[1], stream[1], dim,
+            BLOCK_D=triton.next_power_of_2(dim), HAS_EXTRA=extra is not None,
         )  # fmt: skip
         prev_bias: Tensor | None = None  # the bias of the partials being folded in (None before the first layer)
         width = tables.shape[1]

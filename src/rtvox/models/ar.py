@@ -9,6 +9,12 @@ embedding; `count` is the requested number of acoustic tokens (IndexTTS2's durat
 phonemes use the shared vocabulary; codes are acoustic tokens of a small codebook over mel frames (~20–25 per
 second), predicted by the head. Positions are learned absolute embeddings (export-clean, no buffers).
 
+Phoneme-pointer tokens (`advances = A > 0`, rtvox.models.codec): each token is `code · A + advance`, the advance
+moving a pointer through the phonemes; the embedding of every fed token (and of bos, at pointer 0) also gets
+the current phoneme, the next one (0 past the end) and the pointer's index, so the model always knows where it
+is in the text and decides locally whether to move on. Callers that feed tokens one at a time track the pointer
+(`pointer_inputs` for a whole sequence, `pointer_triple` for one step).
+
 Two forwards share the weights:
 - `forward` — the whole sequence with a causal mask (training, and the reference for parity tests);
 - `forward_paged` — new tokens of many sequences at once against a `PagedKVCache`: prefill (all prompt tokens of
@@ -46,7 +52,8 @@ class ARConfig:
     ff_mult: int = 4
     max_positions: int = 2048  # prompt + codes
     max_count: int = 1500  # largest requestable token count (60 s at 25 tokens/s)
-    dropout: float = 0.0
+    dropout: float = 0.0  # training only: on the embeddings and on each block's attention and feed-forward outputs
+    advances: int = 0  # > 0: phoneme-pointer tokens (code · advances + advance) with pointer inputs
 
     @property
     def head_dim(self) -> int:
@@ -67,6 +74,8 @@ class ARConfig:
     def __post_init__(self) -> None:
         if self.dim % self.heads:
             raise ValueError(f"dim {self.dim} must be a multiple of heads {self.heads}")
+        if self.advances and (self.advances < 2 or self.n_codes % self.advances):
+            raise ValueError(f"advances {self.advances} must be ≥ 2 and divide n_codes {self.n_codes}")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ARConfig:
@@ -138,6 +147,7 @@ class Block(nn.Module):
             nn.GELU(),
             nn.Linear(config.ff_mult * config.dim, config.dim),
         )
+        self.drop = nn.Dropout(config.dropout)  # identity in eval mode (and in the fused decode kernels)
 
     def _qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         b, s, _ = x.shape
@@ -145,8 +155,8 @@ class Block(nn.Module):
         return q, k, v  # each [B, S, H, Dh]
 
     def _out(self, x: Tensor, attn: Tensor) -> Tensor:
-        x = x + self.proj(attn.transpose(1, 2).reshape(x.shape))
-        return x + self.ff(self.norm2(x))
+        x = x + self.drop(self.proj(attn.transpose(1, 2).reshape(x.shape)))
+        return x + self.drop(self.ff(self.norm2(x)))
 
     def forward(self, x: Tensor, key_mask: Tensor) -> Tensor:
         # x [B, S, D]; key_mask Bool[B, S] (real tokens); causal within the sequence
@@ -187,6 +197,39 @@ class ARDecoder(nn.Module):
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.layers))
         self.norm = nn.LayerNorm(config.dim)
         self.head = nn.Linear(config.dim, config.out_vocab, bias=False)
+        if config.advances:
+            self.ptr_cur = nn.Embedding(config.text_vocab, config.dim)
+            self.ptr_next = nn.Embedding(config.text_vocab, config.dim)
+            self.ptr_pos = nn.Embedding(config.max_positions, config.dim)
+
+    # ---------------------------------------------------------------- phoneme pointer
+    def pointer_embeddings(self, pointer: Tensor) -> Tensor:
+        """pointer Long[..., 3] (current phoneme id, next phoneme id or 0, pointer index) -> [..., D]."""
+        index = pointer[..., 2].clamp(0, self.config.max_positions - 1)
+        return self.ptr_cur(pointer[..., 0]) + self.ptr_next(pointer[..., 1]) + self.ptr_pos(index)
+
+    def pointer_inputs(self, phonemes: Tensor, ph_len: Tensor, pointers: Tensor) -> Tensor:
+        """phonemes Long[B, N], ph_len Long[B], pointers Long[B, M] -> pointer Long[B, M, 3]."""
+        last = (ph_len - 1).clamp_min(0)[:, None]
+        p = torch.minimum(pointers, last)
+        cur = phonemes.gather(1, p)
+        nxt = phonemes.gather(1, torch.minimum(p + 1, last))
+        nxt = torch.where(p + 1 > last, torch.zeros_like(nxt), nxt)
+        return torch.stack([cur, nxt, p], dim=-1)
+
+    @staticmethod
+    def pointer_triple(phonemes: list[int] | tuple[int, ...], pointer: int) -> tuple[int, int, int]:
+        """The pointer input of one step on the host: (current, next or 0, index)."""
+        if not phonemes:
+            return 0, 0, 0
+        p = max(0, min(pointer, len(phonemes) - 1))
+        return phonemes[p], phonemes[p + 1] if p + 1 < len(phonemes) else 0, p
+
+    def advance(self, token: int) -> int:
+        """How far a produced token moves the pointer (0 for eos/bos and for plain codes)."""
+        if not self.config.advances or token >= self.config.n_codes:
+            return 0
+        return token % self.config.advances
 
     # ---------------------------------------------------------------- embeddings
     def prompt_embeddings(self, cond: Tensor, count: Tensor, phonemes: Tensor) -> Tensor:
@@ -194,10 +237,26 @@ class ARDecoder(nn.Module):
         bos = torch.full_like(phonemes[:, :1], self.config.bos)
         count_emb = self.count(count.clamp(0, self.config.max_count))
         parts = [self.cond(cond.to(self.cond.weight.dtype))[:, None], count_emb[:, None]]
-        return torch.cat([*parts, self.text(phonemes), self.codes(bos)], dim=1)
+        bos_emb = self.codes(bos)
+        if self.config.advances:  # bos sits at pointer 0 (padding is id 0, so the real length is the nonzero count)
+            ph_len = (phonemes != 0).sum(1).clamp_min(1)
+            bos_emb = bos_emb + self.pointer_embeddings(self.pointer_inputs(phonemes, ph_len, torch.zeros_like(bos)))
+        return torch.cat([*parts, self.text(phonemes), bos_emb], dim=1)
 
-    def code_embeddings(self, codes: Tensor) -> Tensor:
-        return self.codes(codes)
+    def code_embeddings(self, codes: Tensor, pointer: Tensor | None = None) -> Tensor:
+        """Embeddings of fed tokens Long[B, S]; a phoneme-pointer model also takes their pointer Long[B, S, 3]."""
+        x = self.codes(codes)
+        if self.config.advances:
+            if pointer is None:
+                raise ValueError("a phoneme-pointer model needs the pointer of every fed token")
+            x = x + self.pointer_embeddings(pointer)
+        return x
+
+    def token_pointers(self, codes: Tensor, phonemes: Tensor, ph_len: Tensor) -> Tensor:
+        """Pointer inputs Long[B, M, 3] of a whole token sequence (each token's pointer after it is produced)."""
+        advances = torch.where(codes < self.config.n_codes, codes % self.config.advances, torch.zeros_like(codes))
+        pointers = advances.cumsum(1)
+        return self.pointer_inputs(phonemes, ph_len, pointers)
 
     # ---------------------------------------------------------------- full-sequence forward (training)
     def forward(self, cond: Tensor, count: Tensor, phonemes: Tensor, codes: Tensor, ph_len: Tensor) -> Tensor:
@@ -208,13 +267,14 @@ class ARDecoder(nn.Module):
         prompt; positions count real tokens only."""
         b, n = phonemes.shape
         prompt = self.prompt_embeddings(cond, count, phonemes)
-        x = torch.cat([prompt, self.code_embeddings(codes)], dim=1)
+        pointer = self.token_pointers(codes, phonemes, ph_len) if self.config.advances else None
+        x = torch.cat([prompt, self.code_embeddings(codes, pointer)], dim=1)
         ph_mask = torch.arange(n, device=x.device)[None] < ph_len[:, None]
         ones2 = torch.ones(b, 2, dtype=torch.bool, device=x.device)
         tail = torch.ones(b, 1 + codes.shape[1], dtype=torch.bool, device=x.device)
         key_mask = torch.cat([ones2, ph_mask, tail], dim=1)
         positions = (key_mask.long().cumsum(1) - 1).clamp_min(0)
-        x = x + self.pos(positions)
+        x = F.dropout(x + self.pos(positions), self.config.dropout, self.training)
         for block in self.blocks:
             x = block(x, key_mask)
         return self.head(self.norm(x[:, 2 + n :]))

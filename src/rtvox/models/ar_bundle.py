@@ -86,8 +86,10 @@ class ARModelConfig:
             raise ValueError(f"family={self.family!r}; this config describes the {FAMILY!r} family")
         if self.ar.text_vocab != self.vocab_size:
             raise ValueError(f"ar.text_vocab={self.ar.text_vocab} but vocab_size={self.vocab_size}")
-        if self.ar.n_codes != self.codec.n_codes:
-            raise ValueError(f"ar.n_codes={self.ar.n_codes} but the codec has {self.codec.n_codes} codes")
+        if self.ar.n_codes != self.codec.n_tokens:
+            raise ValueError(f"ar.n_codes={self.ar.n_codes} but the codec makes {self.codec.n_tokens} tokens")
+        if self.ar.advances != (self.codec.advances if self.codec.pointer else 0):
+            raise ValueError(f"ar.advances={self.ar.advances}; the codec's pointer tokens have {self.codec.advances}")
         if self.ar.cond_dim != self.emotion.cond_dim:
             raise ValueError(f"ar.cond_dim={self.ar.cond_dim}, speaker + emotion give {self.emotion.cond_dim}")
         if self.codec.speaker_dim != SPEAKER_EMBED_DIM:
@@ -219,6 +221,7 @@ def make_random_ar_bundle(
     seed: int = 0,
     voices: dict[str, dict[str, Any]] | None = None,
     skip_symbols: tuple[str, ...] = (),
+    pointer: bool = False,
 ) -> ARBundle:
     """Write a random-weight AR model directory (tiny presets) at `path` and load it back: for tests, never speech.
 
@@ -226,9 +229,16 @@ def make_random_ar_bundle(
     text embedding is widened to, so the model takes the frontend's real ids)."""
     vocab = vocab if vocab is not None else Vocabulary.default().to_dict()
     emotion = EmotionConfig.preset("tiny")
-    codec_config = CodecConfig.preset("tiny")
+    text_vocab = infer_vocab_size(vocab)
+    codec_config = CodecConfig.preset("pointer-tiny" if pointer else "tiny")
+    if pointer:
+        codec_config = dataclasses.replace(codec_config, text_vocab=text_vocab)
     ar_config = ARConfig.preset(
-        "tiny", text_vocab=infer_vocab_size(vocab), n_codes=codec_config.n_codes, cond_dim=emotion.cond_dim
+        "tiny",
+        text_vocab=text_vocab,
+        n_codes=codec_config.n_tokens,
+        cond_dim=emotion.cond_dim,
+        advances=codec_config.advances if pointer else 0,
     )
     config = ARModelConfig(
         name="rtvox-random-ar-tiny",

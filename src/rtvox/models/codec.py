@@ -8,6 +8,15 @@ exactly prod(levels) entries (8·5·5·5 = 1000 by default). The encoder downsam
 
 The decoder turns codes back into mel frames at the full rate, with the speaker embedding added to its input so
 one token stream can be voiced by any speaker; the shared vocoder turns the mel into audio.
+
+Phoneme-pointer tokens (`text_vocab > 0`, `advances = A`): a mel-only code of ~234 bit/s spends its bits on
+spectral detail, not on what was said (a round trip took Whisper from 10.6 to 55 % WER, docs/QUALITY.md), so,
+as GPT-SoVITS's decoder reads the text beside its semantic tokens, this decoder also reads the phonemes. Each
+token then names a code and how many phonemes the speech advanced during its 4 frames (0..A-1): the pointer
+p_t (the phoneme under the token's last frame) is the running sum of the advances, and the decoder adds, to
+token t's input, the mean of a small text encoder's outputs over phonemes p_{t-1}..p_t (p_{-1} = 0). The GPT
+predicts `code · A + advance` (rtvox.models.ar), so which phoneme is being spoken is part of every token and
+the content reaches the mel through the text, whatever the codes get wrong.
 """
 
 from __future__ import annotations
@@ -33,16 +42,29 @@ class CodecConfig:
     downsample: int = 4  # mel frames per token (a power of two)
     blocks: int = 3  # residual conv blocks at each end
     speaker_dim: int = 256
+    text_vocab: int = 0  # > 0: the decoder reads the phonemes through pointer spans (phoneme-pointer tokens)
+    advances: int = 0  # phoneme-pointer tokens: a token advances the pointer by 0..advances-1 phonemes
 
     @property
     def n_codes(self) -> int:
         return math.prod(self.levels)
+
+    @property
+    def pointer(self) -> bool:
+        return self.text_vocab > 0
+
+    @property
+    def n_tokens(self) -> int:
+        """The GPT's acoustic vocabulary: codes, times the advances with phoneme-pointer tokens."""
+        return self.n_codes * (self.advances if self.pointer else 1)
 
     def __post_init__(self) -> None:
         if self.downsample < 1 or self.downsample & (self.downsample - 1):
             raise ValueError(f"downsample must be a power of two, got {self.downsample}")
         if any(level < 2 for level in self.levels):
             raise ValueError(f"every FSQ level count must be ≥ 2, got {self.levels}")
+        if self.text_vocab > 0 and self.advances < 2:
+            raise ValueError(f"phoneme-pointer tokens need advances ≥ 2, got {self.advances}")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CodecConfig:
@@ -53,7 +75,14 @@ class CodecConfig:
 
     @classmethod
     def preset(cls, name: str) -> CodecConfig:
-        presets: dict[str, dict[str, Any]] = {"base": {}, "tiny": dict(dim=32, levels=(4, 4, 2), blocks=1)}
+        pointer = dict(text_vocab=325, advances=4)  # text_vocab: rtvox.text.vocab's size
+        presets: dict[str, dict[str, Any]] = {
+            "base": {},
+            "tiny": dict(dim=32, levels=(4, 4, 2), blocks=1),
+            "pointer": pointer,
+            "pointer-small": dict(levels=(8, 5, 5), **pointer),  # 200 codes: the phonemes carry what was said
+            "pointer-tiny": dict(dim=32, levels=(4, 4, 2), blocks=1, **pointer),
+        }
         if name not in presets:
             raise ValueError(f"unknown codec preset {name!r}; choose one of {sorted(presets)}")
         return dataclasses.replace(cls(), **presets[name])
@@ -108,6 +137,55 @@ class ResBlock(nn.Module):
         return x + self.net(x)
 
 
+def pointer_track(advances: Tensor, ph_len: Tensor) -> Tensor:
+    """Advances Long[B, M] (0..A-1 per token) -> pointers Long[B, M]: the phoneme under each token's last frame,
+    the running sum of the advances held inside 0..ph_len-1."""
+    return advances.cumsum(1).clamp_max((ph_len - 1).clamp_min(0)[:, None])
+
+
+def pointers_from_durations(durations: list[int], tokens: int, downsample: int, advances: int) -> list[int]:
+    """The pointer of each of `tokens` tokens from phoneme durations in mel frames: the phoneme under the token's
+    last frame, advancing at most advances-1 phonemes per token (a lagging pointer catches up on later tokens)."""
+    ends, under, p = [], 0, 0
+    for d in durations:
+        under += d
+        ends.append(under)  # frame index just past each phoneme
+    out, prev = [], 0
+    for t in range(tokens):
+        last_frame = (t + 1) * downsample - 1
+        while p < len(ends) - 1 and ends[p] <= last_frame:
+            p += 1
+        prev = min(p, prev + advances - 1)
+        out.append(prev)
+    return out
+
+
+def split_tokens(tokens: Tensor, advances: int) -> tuple[Tensor, Tensor]:
+    """Phoneme-pointer tokens Long[...] -> (codes, advances)."""
+    return torch.div(tokens, advances, rounding_mode="floor"), tokens % advances
+
+
+class TextSpans(nn.Module):
+    """Phonemes -> per-token text input: a small conv encoder over the phonemes, averaged over each token's span
+    [p_{t-1}, p_t] of the pointer track."""
+
+    def __init__(self, vocab: int, dim: int, blocks: int) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim, padding_idx=0)
+        self.encoder = nn.Sequential(*(ResBlock(dim) for _ in range(blocks)))
+
+    def forward(self, phonemes: Tensor, pointers: Tensor) -> Tensor:
+        """phonemes Long[B, N], pointers Long[B, M] -> [B, dim, M]."""
+        h = self.encoder(self.embed(phonemes).transpose(1, 2))  # [B, D, N]
+        sums = torch.cat([torch.zeros_like(h[:, :, :1]), h.cumsum(2)], dim=2)  # [B, D, N + 1]
+        lo = torch.cat([torch.zeros_like(pointers[:, :1]), pointers[:, :-1]], dim=1)
+        hi = torch.maximum(pointers, lo)
+        d = h.shape[1]
+        top = sums.gather(2, (hi + 1)[:, None].expand(-1, d, -1))
+        bottom = sums.gather(2, lo[:, None].expand(-1, d, -1))
+        return (top - bottom) / (hi - lo + 1)[:, None].to(h.dtype)
+
+
 class MelCodec(nn.Module):
     """mel [B, 80, T] -> codes Long[B, T / downsample] -> mel [B, 80, T] (given a speaker embedding)."""
 
@@ -128,6 +206,7 @@ class MelCodec(nn.Module):
         dec += [ResBlock(d) for _ in range(config.blocks)]
         dec += [nn.Conv1d(d, config.n_mels, 5, padding=2)]
         self.decoder = nn.Sequential(*dec)
+        self.text = TextSpans(config.text_vocab, d, config.blocks) if config.pointer else None
 
     def quantize(self, mel: Tensor) -> tuple[Tensor, Tensor]:
         """mel [B, 80, T] (T a multiple of downsample) -> (values [B, n, T/ds] with straight-through
@@ -139,15 +218,34 @@ class MelCodec(nn.Module):
     def encode(self, mel: Tensor) -> Tensor:
         return self.quantize(mel)[1]
 
-    def decode_values(self, values: Tensor, speaker: Tensor) -> Tensor:
+    def decode_values(
+        self, values: Tensor, speaker: Tensor, phonemes: Tensor | None = None, pointers: Tensor | None = None
+    ) -> Tensor:
         h = self.code_in(values.to(self.code_in.weight.dtype)) + self.speaker(speaker)[:, :, None]
+        if self.text is not None:
+            if phonemes is None or pointers is None:
+                raise ValueError("this codec reads the phonemes: pass phonemes and pointers")
+            h = h + self.text(phonemes, pointers).to(h.dtype)
         return self.decoder(h)
 
-    def decode(self, codes: Tensor, speaker: Tensor) -> Tensor:
-        """codes Long[B, N] + speaker [B, 256] -> mel [B, 80, N * downsample]."""
-        return self.decode_values(self.fsq.from_codes(codes).transpose(1, 2), speaker)
+    def decode(
+        self, codes: Tensor, speaker: Tensor, phonemes: Tensor | None = None, pointers: Tensor | None = None
+    ) -> Tensor:
+        """codes Long[B, M] + speaker [B, 256] (+ phonemes Long[B, N] and pointers Long[B, M] for a
+        phoneme-pointer codec) -> mel [B, 80, M * downsample]."""
+        return self.decode_values(self.fsq.from_codes(codes).transpose(1, 2), speaker, phonemes, pointers)
 
-    def forward(self, mel: Tensor, speaker: Tensor) -> tuple[Tensor, Tensor]:
+    def decode_tokens(self, tokens: Tensor, speaker: Tensor, phonemes: Tensor, ph_len: Tensor) -> Tensor:
+        """The GPT's tokens Long[B, M] -> mel: plain codes, or phoneme-pointer tokens split into codes and
+        advances whose running sum is the pointer track."""
+        if self.text is None:
+            return self.decode(tokens, speaker)
+        codes, advances = split_tokens(tokens, self.config.advances)
+        return self.decode(codes, speaker, phonemes, pointer_track(advances, ph_len))
+
+    def forward(
+        self, mel: Tensor, speaker: Tensor, phonemes: Tensor | None = None, pointers: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
         """Reconstruction for training: (mel [B, 80, T], codes)."""
         values, codes = self.quantize(mel)
-        return self.decode_values(values, speaker), codes
+        return self.decode_values(values, speaker, phonemes, pointers), codes

@@ -13,6 +13,10 @@ reserved for the whole budget at admission, so a running sequence never waits fo
 
 Duration control: a request with `token_count` gets that many codes exactly — eos is masked before the count and
 forced at it — and the count is also in the prompt, so the model plans its pacing (IndexTTS2's scheme).
+
+Phoneme-pointer models (ARConfig.advances > 0): the runner keeps each sequence's pointer on the host (it moves
+with every token read back at the step's one sync) and feeds it beside the token; in free mode eos is masked
+until the pointer reaches the last phoneme, so a sequence cannot end before it has said everything.
 """
 
 from __future__ import annotations
@@ -223,13 +227,15 @@ class StaticDecodeStep:
         if cuda_graph and cache.k.device.type != "cuda":
             raise ValueError("cuda_graph needs the cache on a CUDA device")
         self.cuda_graph = cuda_graph
-        self._graphs: dict[tuple[int, int], tuple[torch.cuda.CUDAGraph, Tensor, Tensor, Tensor, Tensor]] = {}
+        self._graphs: dict[tuple[int, int], tuple[torch.cuda.CUDAGraph, Tensor, Tensor, Tensor, Tensor, Tensor]] = {}
         self._pool: Any = None  # torch.cuda graph pool handle, shared by every bucket's graph
 
-    def _forward(self, last: Tensor, positions: Tensor, tables: Tensor) -> Tensor:
+    def _forward(self, last: Tensor, positions: Tensor, tables: Tensor, pointer: Tensor) -> Tensor:
+        ptr = pointer if self.model.config.advances else None
         if self._fused is not None and last.shape[0] <= self._fused.max_batch:
-            return self._fused(last, positions, tables)
-        return self.model.forward_paged(self.model.code_embeddings(last), positions, self.cache, tables)
+            extra = self.model.pointer_embeddings(ptr)[:, 0] if ptr is not None else None
+            return self._fused(last, positions, tables, extra)
+        return self.model.forward_paged(self.model.code_embeddings(last, ptr), positions, self.cache, tables)
 
     @staticmethod
     def bucket(n: int) -> int:
@@ -238,11 +244,20 @@ class StaticDecodeStep:
                 return b
         raise ValueError(f"decode batch {n} exceeds the largest bucket {BATCH_BUCKETS[-1]}")
 
-    def __call__(self, last: list[int], positions: list[int], blocks: list[list[int]]) -> Tensor:
+    def __call__(
+        self,
+        last: list[int],
+        positions: list[int],
+        blocks: list[list[int]],
+        pointers: list[tuple[int, int, int]] | None = None,
+    ) -> Tensor:
+        """`pointers`: each row's pointer input (phoneme-pointer models; ARDecoder.pointer_triple)."""
         n, size = len(last), self.bucket(len(last))
         dev = self.cache.k.device
         pad = size - n
         last_t = torch.tensor([[t] for t in last] + [[0]] * pad, device=dev)
+        ptr_rows = [[list(p)] for p in pointers] if pointers is not None else [[[0, 0, 0]]] * n
+        ptr_t = torch.tensor(ptr_rows + [[[0, 0, 0]]] * pad, dtype=torch.long, device=dev)
         pos_t = torch.tensor([[p] for p in positions] + [[0]] * pad, device=dev)
         bs = self.cache.block_size
         blocks = [b[: p // bs + 1] for b, p in zip(blocks, positions, strict=True)]  # only what holds context
@@ -251,20 +266,22 @@ class StaticDecodeStep:
         rows += [[self.scratch] * width] * pad
         tables = torch.tensor(rows, dtype=torch.long, device=dev)
         if not self.cuda_graph:
-            return self._fn(last_t, pos_t, tables)[:n]
-        graph, s_last, s_pos, s_tables, out = self._graphs.get((size, width)) or self._capture(last_t, pos_t, tables)
+            return self._fn(last_t, pos_t, tables, ptr_t)[:n]
+        entry = self._graphs.get((size, width)) or self._capture(last_t, pos_t, tables, ptr_t)
+        graph, s_last, s_pos, s_tables, s_ptr, out = entry
         s_last.copy_(last_t)
         s_pos.copy_(pos_t)
         s_tables.copy_(tables)
+        s_ptr.copy_(ptr_t)
         graph.replay()
         return out[:n].clone()  # the graph's output buffer is overwritten by the next replay
 
     def _capture(
-        self, last: Tensor, positions: Tensor, tables: Tensor
-    ) -> tuple[torch.cuda.CUDAGraph, Tensor, Tensor, Tensor, Tensor]:
+        self, last: Tensor, positions: Tensor, tables: Tensor, pointer: Tensor
+    ) -> tuple[torch.cuda.CUDAGraph, Tensor, Tensor, Tensor, Tensor, Tensor]:
         # the warm-up runs and the capture write the same keys and values to the same slots as the replay that
         # follows, so running them is harmless
-        static = (last.clone(), positions.clone(), tables.clone())
+        static = (last.clone(), positions.clone(), tables.clone(), pointer.clone())
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()
         graph, out = capture_cuda_graph(lambda: self._fn(*static), last.device, self._pool)
@@ -285,11 +302,18 @@ class ARRunner:
         self._seen: dict[str, Tensor] = {}  # Bool[V] codes already produced (repetition penalty)
         self._last: dict[str, int] = {}
         self._params: dict[str, SamplingParams] = {}
+        self._pointer: dict[str, int] = {}  # phoneme-pointer models: each sequence's pointer (host side)
+        self._phonemes: dict[str, tuple[int, ...]] = {}
 
     def forget(self, request_id: str) -> None:
         self._seen.pop(request_id, None)
         self._last.pop(request_id, None)
         self._params.pop(request_id, None)
+        self._pointer.pop(request_id, None)
+        self._phonemes.pop(request_id, None)
+
+    def _pointer_triple(self, request_id: str) -> tuple[int, int, int]:
+        return self.model.pointer_triple(self._phonemes[request_id], self._pointer[request_id])
 
     def _table(self, items: list[PlanItem]) -> Tensor:
         width = max(len(i.blocks) for i in items)
@@ -303,19 +327,22 @@ class ARRunner:
         if plan.prefill:
             logits.append(self._prefill(plan.prefill, requests))
             items.extend(plan.prefill)
+        pointers = [self._pointer_triple(i.request_id) for i in plan.decode] if self.config.advances else None
         if plan.decode and self.static_step is not None:
             logits.append(
                 self.static_step(
                     [self._last[i.request_id] for i in plan.decode],
                     [i.position for i in plan.decode],
                     [i.blocks for i in plan.decode],
+                    pointers,
                 )
             )
             items.extend(plan.decode)
         elif plan.decode:
             last = torch.tensor([[self._last[i.request_id]] for i in plan.decode], device=self.device)
             positions = torch.tensor([[i.position] for i in plan.decode], device=self.device)
-            x = self.model.code_embeddings(last)
+            ptr = torch.tensor([[p] for p in pointers], device=self.device) if pointers is not None else None
+            x = self.model.code_embeddings(last, ptr)
             logits.append(self.model.forward_paged(x, positions, self.cache, self._table(plan.decode)))
             items.extend(plan.decode)
         if not items:
@@ -325,6 +352,9 @@ class ARRunner:
         for request_id, token in out.items():
             self._last[request_id] = token
             self._seen[request_id][token] = True
+            if self.config.advances:
+                end = max(len(self._phonemes[request_id]) - 1, 0)
+                self._pointer[request_id] = min(self._pointer[request_id] + self.model.advance(token), end)
         return out
 
     def _prefill(self, plan: list[PlanItem], requests: dict[str, ARRequest]) -> Tensor:
@@ -335,6 +365,8 @@ class ARRunner:
             r = requests[item.request_id]
             self._params[item.request_id] = r.sampling
             self._seen[item.request_id] = torch.zeros(self.config.out_vocab, dtype=torch.bool, device=self.device)
+            self._pointer[item.request_id] = 0
+            self._phonemes[item.request_id] = tuple(r.phonemes)
             cond = torch.tensor([list(r.cond)], dtype=torch.float32, device=self.device)
             count = torch.tensor([r.token_count or 0], device=self.device)
             phonemes = torch.tensor([list(r.phonemes)], dtype=torch.long, device=self.device)
@@ -354,6 +386,9 @@ class ARRunner:
         # bos is never an output; eos is masked before a requested count and forced at it
         logits[:, self.config.bos] = float("-inf")
         logits[:, eos] = torch.where(counted & (generated < target), float("-inf"), logits[:, eos])
+        if self.config.advances:  # free mode ends only once the pointer has reached the last phoneme
+            short = [self._pointer[i.request_id] < len(self._phonemes[i.request_id]) - 1 for i in items]
+            logits[:, eos] = torch.where(torch.tensor(short, device=dev), float("-inf"), logits[:, eos])
         tokens = sample(
             logits,
             torch.stack([self._seen[i.request_id] for i in items]),

@@ -142,24 +142,41 @@ class ARChunkStep:
             # a step cut short leaves its requests in the engine's queues: start the next step from a clean one
             self.decoder = self._new_decoder()
             raise
-        mels = [self._mel(job, codes[r.request_id]) for job, r in zip(jobs, requests, strict=True)]
+        mels = [self._mel(job, r, codes[r.request_id]) for job, r in zip(jobs, requests, strict=True)]
         audio = vocode_batched(
             self.bundle.vocoder, mels, end_frames=self.end_frames, context_frames=self.context_frames
         )
-        # No per-phoneme durations in this family: each chunk's frames are spread evenly over its model phonemes
-        # (skipped symbols keep 0), so word timestamps are approximate rather than missing.
         return [
-            audio_chunk(job, wav, allocate_frames([1] * len(job.prepared.chunks[job.index].ids), mel.shape[-1]))
-            for job, mel, wav in zip(jobs, mels, audio, strict=True)
+            audio_chunk(job, wav, allocate_frames(self._phoneme_weights(job, codes[r.request_id]), mel.shape[-1]))
+            for job, r, mel, wav in zip(jobs, requests, mels, audio, strict=True)
         ]
 
-    def _mel(self, job: ChunkJob, codes: list[int]) -> Tensor:
-        """The row's codes in its voice -> mel [80, frames] at the chunk's exact length."""
+    def _phoneme_weights(self, job: ChunkJob, tokens: list[int]) -> list[int]:
+        """Relative time per phoneme of the chunk, for its timestamps: with phoneme-pointer tokens, how many tokens
+        sat on each phoneme (what the model actually did); plain codes carry no alignment, so every phoneme
+        weighs the same and timestamps are approximate."""
+        n = len(job.prepared.chunks[job.index].ids)
+        config = self.bundle.config.codec
+        if not config.pointer or not tokens or n == 0:
+            return [1] * n
+        weights, pointer = [0] * n, 0
+        for token in tokens:
+            if token < config.n_tokens:
+                pointer = min(pointer + token % config.advances, n - 1)
+            weights[pointer] += 1
+        return weights
+
+    def _mel(self, job: ChunkJob, ar: ARRequest, codes: list[int]) -> Tensor:
+        """The row's tokens in its voice -> mel [80, frames] at the chunk's exact length (a phoneme-pointer codec
+        also reads the row's phonemes)."""
         chunk, request = job.prepared.chunks[job.index], job.prepared.request
         codec = self.bundle.codec
         if codes:
             speaker = job.prepared.cond[:, :SPEAKER_EMBED_DIM].to(self.device)
-            mel = codec.decode(torch.tensor([codes], device=self.device), speaker)[0].float()
+            phonemes = torch.tensor([list(ar.phonemes) or [0]], device=self.device)
+            ph_len = torch.tensor([max(len(ar.phonemes), 1)], device=self.device)
+            tokens = torch.tensor([codes], device=self.device)
+            mel = codec.decode_tokens(tokens, speaker, phonemes, ph_len)[0].float()
         else:  # eos at once: nothing to say
             mel = torch.zeros(codec.config.n_mels, 0, device=self.device)
         frames = chunk.target_frames if request.duration is not None else round(mel.shape[-1] / request.speed)

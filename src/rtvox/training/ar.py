@@ -7,6 +7,11 @@
    count is the true number of codes for 70 % of rows and 0 ("free length") for the rest, so both modes are
    learned; the emotion table trains with it (α = 0 for 10 % of rows, as in the acoustic trainer).
 
+Phoneme-pointer codecs (presets "pointer", "pointer-tiny"; rtvox.models.codec) also need each utterance's phoneme
+durations (`--durations`, made by recipes/train/durations.py from an acoustic snapshot's aligner): the codec trains
+on whole utterances with its decoder reading the phonemes along the pointer track, and the GPT predicts
+`code · advances + advance` with the pointer fed back at every token.
+
 Both are time-boxed, resumable (state.pt) and write fp16 snapshots, like the other trainers (bf16 autocast on CUDA).
 """
 
@@ -27,8 +32,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from rtvox.errors import InputError
 from rtvox.models.ar import ARConfig, ARDecoder
-from rtvox.models.codec import CodecConfig, MelCodec
+from rtvox.models.codec import CodecConfig, MelCodec, pointers_from_durations
 from rtvox.models.emotion import EmotionConfig, EmotionTable, fuse_condition
 from rtvox.text.vocab import PHRASE, WORD, Vocabulary
 from rtvox.training.checkpoint import (
@@ -79,6 +85,8 @@ class ARRun:
     # the GPT's speaker input: another neutral clip of the speaker ("neutral", data.NeutralReferences) or the
     # utterance's own embedding ("own", which carries its emotion; the codec always uses its own)
     speaker_ref: str = "neutral"
+    durations: Path | None = None  # the corpus's phoneme durations (pointer codecs; recipes/train/durations.py)
+    dropout: float = 0.0  # the GPT's (ARConfig.dropout)
 
 
 def _lr(step: int, run: ARRun) -> float:
@@ -106,10 +114,14 @@ def _loop(
     losses_of: Callable[[np.ndarray, int], dict[str, Tensor]],
     identity: dict[str, Any],
     validate: Callable[[], dict[str, float]] | None = None,
+    best_key: str | None = None,
 ) -> dict[str, Any]:
     """The shared time-boxed, checkpointing loop: `losses_of(batch rows, step)` returns {"total": ..., ...};
     `validate()` (modules in eval mode, no gradients) scores the held-out sentences at every save and at the end,
-    logged as `val_*` and kept in progress.json."""
+    logged as `val_*` and kept in progress.json. With `best_key` (a validation figure, lower is better) the
+    weights of the best score so far are kept in RUN_DIR/best (a small corpus overfits: the GPT's held-out
+    cross-entropy turns up long before its training loss stops falling)."""
+    best = {"score": math.inf}
 
     def scored(progress: dict[str, Any]) -> dict[str, Any]:
         if validate is None:
@@ -121,6 +133,9 @@ def _loop(
         for m in modules.values():
             m.train()
         log_step(run.run_dir, val, {"step": progress["step"]})
+        if best_key is not None and f"val_{best_key}" in val and val[f"val_{best_key}"] < best["score"]:
+            best["score"] = val[f"val_{best_key}"]
+            save_snapshot(run.run_dir / "best", modules, progress | val)
         return progress | val
 
     t0 = time.monotonic()
@@ -135,6 +150,9 @@ def _loop(
     resumed = load_state(run.run_dir, modules, {"opt": opt})
     if resumed is not None:
         progress = resumed
+    kept = run.run_dir / "best" / "progress.json"
+    if best_key is not None and kept.is_file():  # a resumed run keeps the best score it had
+        best["score"] = float(json.loads(kept.read_text("utf-8")).get(f"val_{best_key}", math.inf))
     run.run_dir.mkdir(parents=True, exist_ok=True)
     step, seconds0, last_save = int(progress["step"]), float(progress.get("seconds", 0.0)), time.monotonic()
     done = False
@@ -165,10 +183,68 @@ def _data(run: ARRun) -> AcousticSet:
     return drop_ids(load_acoustic(run.data), {vocab.id(s) for s in SKIP_SYMBOLS})
 
 
-def ar_config(preset: str, n_codes: int) -> ARConfig:
-    """The GPT's config for a preset over a codec of `n_codes` codes (the emotion table is EmotionConfig())."""
-    cond_dim = EmotionConfig().cond_dim
-    return ARConfig.preset(preset, text_vocab=len(Vocabulary.default()), n_codes=n_codes, cond_dim=cond_dim)
+def ar_config(preset: str, codec: CodecConfig, dropout: float = 0.0) -> ARConfig:
+    """The GPT's config for a preset over a codec's tokens (the emotion table is EmotionConfig())."""
+    return ARConfig.preset(
+        preset,
+        text_vocab=len(Vocabulary.default()),
+        n_codes=codec.n_tokens,
+        cond_dim=EmotionConfig().cond_dim,
+        advances=codec.advances if codec.pointer else 0,
+        dropout=dropout,
+    )
+
+
+def load_durations(path: Path, data: AcousticSet) -> list[np.ndarray]:
+    """Each utterance's phoneme durations (mel frames) from a recipes/train/durations.py file, in `data`'s order;
+    InputError when an utterance is missing or its phonemes or frames do not match."""
+    with np.load(path) as z:
+        names, ph_len, flat = z["utt"], z["ph_len"], z["dur"]
+    offsets = np.concatenate([[0], np.cumsum(ph_len.astype(np.int64))])
+    where = {str(u): i for i, u in enumerate(names)}
+    out = []
+    for u, name in enumerate(data.utt):
+        if name not in where:
+            raise InputError(f"{path} has no durations for utterance {name!r}: make them from this corpus")
+        i = where[name]
+        d = flat[offsets[i] : offsets[i + 1]].astype(np.int64)
+        if len(d) != data.ph_off[u + 1] - data.ph_off[u] or d.sum() != data.mel_lengths[u]:
+            raise InputError(f"{path}: the durations of {name!r} do not fit its phonemes and frames in {data.info}")
+        out.append(d)
+    return out
+
+
+def pointer_table(durations: list[np.ndarray], data: AcousticSet, codec: CodecConfig) -> list[np.ndarray]:
+    """Each utterance's pointer track over its mel_len // downsample tokens."""
+    ds = codec.downsample
+    return [
+        np.asarray(pointers_from_durations(d.tolist(), int(t) // ds, ds, codec.advances), np.int64)
+        for d, t in zip(durations, data.mel_lengths, strict=True)
+    ]
+
+
+def pointer_batch(table: list[np.ndarray], rows: np.ndarray, tokens: int, device: torch.device) -> Tensor:
+    """Pointers Long[B, tokens] of `rows`, each padded with its last value."""
+    out = np.zeros((len(rows), tokens), np.int64)
+    for b, r in enumerate(rows):
+        p = table[r][:tokens]
+        out[b, : len(p)] = p
+        out[b, len(p) :] = p[-1] if len(p) else 0
+    return torch.from_numpy(out).to(device)
+
+
+def pointer_tokens(codes: Tensor, pointers: Tensor, advances: int) -> Tensor:
+    """codes and pointers Long[B, M] -> the GPT's tokens code · advances + (p_t - p_{t-1})."""
+    steps = torch.diff(pointers, dim=1, prepend=torch.zeros_like(pointers[:, :1]))
+    return codes * advances + steps.clamp(0, advances - 1)
+
+
+def _pointers_for(run: ARRun, data: AcousticSet, codec: CodecConfig) -> list[np.ndarray] | None:
+    if not codec.pointer:
+        return None
+    if run.durations is None:
+        raise InputError("a phoneme-pointer codec needs --durations (make them with recipes/train/durations.py)")
+    return pointer_table(load_durations(run.durations, data), data, codec)
 
 
 def _segments(
@@ -194,24 +270,43 @@ def train_codec(run: ARRun) -> dict[str, Any]:
     codec = MelCodec(config)
     rng = np.random.default_rng(run.seed)
     train_rows, val_rows = held_out_sentences(data, run.val_share)
+    pointers = _pointers_for(run, data, config)
+    ds = config.downsample
+    batcher = LengthBatcher(data.mel_lengths[train_rows], run.batch_frames, run.seed)
 
     def batches() -> list[np.ndarray]:
+        if pointers is not None:  # whole utterances: the decoder reads each one's phonemes
+            return [train_rows[b] for b in batcher.epoch()]
         order = rng.permutation(train_rows)
         return [order[i : i + run.batch] for i in range(0, len(order) - run.batch + 1, run.batch)] or [order]
+
+    def whole(rows: np.ndarray) -> tuple[Tensor, Tensor, Tensor]:
+        """(reconstruction, target mel, frame mask [B, 1, T]) of whole utterances, T a multiple of downsample."""
+        batch = collate_acoustic(data, rows, device)
+        t = batch["mel"].shape[2] // ds * ds
+        mel, mask = batch["mel"][:, :, :t], batch["frame_mask"][:, None, :t].float()
+        text: dict[str, Tensor] = {}
+        if pointers is not None:
+            text = {"phonemes": batch["ids"], "pointers": pointer_batch(pointers, rows, t // ds, device)}
+        out, _ = codec(mel, batch["ge2e"], **text)
+        return out.float(), mel, mask
 
     def validate() -> dict[str, float]:
         """Mel L1 of whole held-out utterances through encode → decode (what the GPT's codes can at best give)."""
         total, frames = 0.0, 0
         for start in range(0, len(val_rows), VAL_BATCH):
-            batch = collate_acoustic(data, val_rows[start : start + VAL_BATCH], device)
-            t = batch["mel"].shape[2] // config.downsample * config.downsample
-            mel, mask = batch["mel"][:, :, :t], batch["frame_mask"][:, None, :t].float()
-            out, _ = codec(mel, batch["ge2e"])
-            total += float(((out.float() - mel).abs() * mask).sum()) / mel.shape[1]
+            out, mel, mask = whole(val_rows[start : start + VAL_BATCH])
+            total += float(((out - mel).abs() * mask).sum()) / mel.shape[1]
             frames += int(mask.sum())
         return {"mel_l1": total / max(frames, 1), "utterances": float(len(val_rows))}
 
     def losses_of(rows: np.ndarray, step: int) -> dict[str, Tensor]:
+        if pointers is not None:
+            out, mel, mask = whole(rows)
+            n = mask.sum().clamp_min(1) * mel.shape[1]
+            l1 = ((out - mel).abs() * mask).sum() / n
+            mse = ((out - mel).square() * mask).sum() / n
+            return {"total": l1 + mse, "mel_l1": l1, "mel_mse": mse}
         mel, ge2e = _segments(data, rows, run.segment, rng, device)
         out, codes = codec(mel, ge2e)
         l1 = (out.float() - mel).abs().mean()
@@ -220,7 +315,7 @@ def train_codec(run: ARRun) -> dict[str, Any]:
         return {"total": l1 + mse, "mel_l1": l1, "mel_mse": mse, "codebook_use": used}
 
     identity = {"preset": run.preset, "kind": "codec"}
-    return _loop(run, {"codec": codec}, batches, losses_of, identity, validate if len(val_rows) else None)
+    return _loop(run, {"codec": codec}, batches, losses_of, identity, validate if len(val_rows) else None, "mel_l1")
 
 
 def train_ar(run: ARRun) -> dict[str, Any]:
@@ -233,7 +328,8 @@ def train_ar(run: ARRun) -> dict[str, Any]:
     codec = MelCodec(CodecConfig.preset(codec_progress.get("preset", "base")))
     load_snapshot(run.codec, {"codec": codec})
     codec.to(device).eval().requires_grad_(False)
-    config = ar_config(run.preset, codec.config.n_codes)
+    config = ar_config(run.preset, codec.config, run.dropout)
+    pointers = _pointers_for(run, data, codec.config)
     gpt, table = ARDecoder(config), EmotionTable(EmotionConfig())
     ds = codec.config.downsample
     train_rows, val_rows = held_out_sentences(data, run.val_share)
@@ -254,6 +350,8 @@ def train_ar(run: ARRun) -> dict[str, Any]:
         t = batch["mel"].shape[2] // ds * ds
         with torch.no_grad():
             codes = codec.encode(batch["mel"][:, :, :t])  # [B, M]
+            if pointers is not None:
+                codes = pointer_tokens(codes, pointer_batch(pointers, rows, codes.shape[1], device), config.advances)
         n_codes = batch["mel_len"] // ds  # real codes per row
         m = codes.shape[1]
         real = torch.arange(m, device=device)[None] < n_codes[:, None]
@@ -289,6 +387,8 @@ def train_ar(run: ARRun) -> dict[str, Any]:
         "n_codes": config.n_codes,
         "codec": str(run.codec),
         "speaker_ref": run.speaker_ref,
+        "advances": config.advances,
+        "dropout": run.dropout,
     }
     modules = {"ar": gpt, "emotion_table": table}
-    return _loop(run, modules, batches, losses_of, identity, validate if len(val_rows) else None)
+    return _loop(run, modules, batches, losses_of, identity, validate if len(val_rows) else None, "ce")

@@ -41,6 +41,20 @@ SpeakerRefOpt = Annotated[
 ]
 
 
+SaveEveryOpt = Annotated[
+    float, typer.Option("--save-every", min=0.05, help="minutes between checkpoints (each scores the held-out set)")
+]
+DurationsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--durations",
+        help="phoneme durations of the corpus (recipes/train/durations.py), for phoneme-pointer codecs",
+        exists=True,
+        dir_okay=False,
+    ),
+]
+
+
 def _speaker_ref(value: str) -> str:
     """The --speaker-ref value, checked before any data loads."""
     from rtvox.training.data import SPEAKER_REFS
@@ -206,11 +220,17 @@ def codec(
     max_steps: Annotated[int, typer.Option("--max-steps")] = 1_000_000,
     batch: Annotated[int, typer.Option("--batch", help="mel segments per batch")] = 32,
     segment: Annotated[int, typer.Option("--segment", help="mel frames per segment")] = 128,
+    batch_frames: Annotated[
+        int, typer.Option("--batch-frames", help="mel frames per batch of whole utterances (pointer presets)")
+    ] = 24_000,
     lr: Annotated[float, typer.Option("--lr")] = 3e-4,
+    durations: DurationsOpt = None,
+    save_every: SaveEveryOpt = 2.0,
     device: DeviceOpt = "cuda",
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
-    """The AR family's FSQ mel tokenizer + token-to-mel decoder (resumes from RUN_DIR/state.pt)."""
+    """The AR family's FSQ mel tokenizer + token-to-mel decoder (resumes from RUN_DIR/state.pt); presets base,
+    tiny, and the phoneme-pointer pointer, pointer-tiny (which need --durations)."""
     from rtvox.training.ar import ARRun, train_codec
 
     with one_message():
@@ -224,7 +244,10 @@ def codec(
                 max_steps=max_steps,
                 batch=batch,
                 segment=segment,
+                batch_frames=batch_frames,
                 lr=lr,
+                durations=durations,
+                save_every_min=save_every,
                 device=device,
                 seed=seed,
             )
@@ -243,10 +266,14 @@ def ar(
     batch_frames: Annotated[int, typer.Option("--batch-frames")] = 24_000,
     lr: Annotated[float, typer.Option("--lr")] = 3e-4,
     speaker_ref: SpeakerRefOpt = "neutral",
+    durations: DurationsOpt = None,
+    dropout: Annotated[float, typer.Option("--dropout", min=0.0, max=0.9, help="the GPT's dropout")] = 0.0,
+    save_every: SaveEveryOpt = 2.0,
     device: DeviceOpt = "cuda",
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
-    """The AR family's GPT decoder over the codec's tokens (resumes from RUN_DIR/state.pt)."""
+    """The AR family's GPT decoder over the codec's tokens (resumes from RUN_DIR/state.pt; the weights of the
+    lowest held-out cross-entropy are kept in RUN_DIR/best)."""
     from rtvox.training.ar import ARRun, train_ar
 
     speaker_ref = _speaker_ref(speaker_ref)
@@ -264,6 +291,9 @@ def ar(
                 batch_frames=batch_frames,
                 lr=lr,
                 speaker_ref=speaker_ref,
+                durations=durations,
+                dropout=dropout,
+                save_every_min=save_every,
                 device=device,
                 seed=seed,
             )

@@ -49,12 +49,12 @@ def export_ar_bundle(
     codec = MelCodec(CodecConfig.preset(_progress(codec_snapshot, "codec").get("preset", "base")))
     load_snapshot(codec_snapshot, {"codec": codec})
     ar_progress = _progress(ar_snapshot, "ar")
-    if ar_progress.get("n_codes", codec.config.n_codes) != codec.config.n_codes:
+    if ar_progress.get("n_codes", codec.config.n_tokens) != codec.config.n_tokens:
         raise InputError(
-            f"{ar_snapshot} was trained over {ar_progress['n_codes']} codes, {codec_snapshot} has "
-            f"{codec.config.n_codes}; pass the codec the GPT was trained with"
+            f"{ar_snapshot} was trained over {ar_progress['n_codes']} tokens, {codec_snapshot} makes "
+            f"{codec.config.n_tokens}; pass the codec the GPT was trained with"
         )
-    gpt = ARDecoder(ar_config(ar_progress.get("preset", "base"), codec.config.n_codes))
+    gpt = ARDecoder(ar_config(ar_progress.get("preset", "base"), codec.config))
     table = EmotionTable(EmotionConfig())
     load_snapshot(ar_snapshot, {"ar": gpt, "emotion_table": table})
     vocoder_config, vocoder = load_vocoder_source(vocoder_snapshot)

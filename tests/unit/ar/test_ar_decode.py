@@ -239,3 +239,50 @@ def test_the_decode_engine_imports_without_the_audio_stack() -> None:
         "assert 'rtvox.runtime.service' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _pointer_reference(model: ARDecoder, request: ARRequest, steps: int) -> list[int]:
+    """Greedy decoding of a phoneme-pointer model by the full (training) forward, which derives every fed token's
+    pointer from the tokens themselves; eos is masked until the pointer reaches the last phoneme."""
+    c = model.config
+    cond, count = torch.tensor([list(request.cond)]), torch.tensor([request.token_count or 0])
+    phonemes, ph_len = torch.tensor([list(request.phonemes)]), torch.tensor([len(request.phonemes)])
+    tokens: list[int] = []
+    with torch.no_grad():
+        for _ in range(steps):
+            logits = model(cond, count, phonemes, torch.tensor([tokens], dtype=torch.long), ph_len)[0, -1].clone()
+            logits[c.bos] = float("-inf")
+            pointer = min(sum(t % c.advances for t in tokens), len(request.phonemes) - 1)
+            if pointer < len(request.phonemes) - 1:
+                logits[c.eos] = float("-inf")
+            token = int(logits.argmax())
+            if token == c.eos:
+                break
+            tokens.append(token)
+    return tokens
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["eager", "static-buckets"])
+def test_pointer_model_decode_feeds_the_pointer_the_training_forward_derives(static: bool) -> None:
+    """The runner tracks each sequence's phoneme pointer on the host and feeds it with every token; greedy decode
+    through the paged cache must equal the full forward, which computes the same pointers from the tokens; a free
+    sequence ends only once the pointer has reached its last phoneme."""
+    torch.manual_seed(3)
+    model = ARDecoder(ARConfig.preset("tiny", advances=4)).eval()
+    for p in model.parameters():  # large enough that the pointer inputs steer the argmax
+        torch.nn.init.normal_(p, 0, 0.3)
+    c = model.config
+    requests = [_request(i, n, c, max_new_tokens=40, sampling=GREEDY) for i, n in enumerate((3, 6, 9))]
+    engine = ARDecodeEngine(model, num_blocks=64, block_size=4, max_batch=4, static=static)
+    out = engine.generate(requests)
+    for r in requests:
+        assert out[r.request_id] == _pointer_reference(model, r, 40), r.request_id
+        tokens = out[r.request_id]
+        if len(tokens) < 40:  # ended by eos: the pointer got to the end first
+            assert sum(t % c.advances for t in tokens) >= len(r.phonemes) - 1
+    # the pointer inputs matter: the same tokens fed without them give other logits
+    x = torch.tensor([[5]])
+    with_ptr = model.code_embeddings(x, torch.tensor([[[3, 4, 1]]]))
+    assert (with_ptr - model.codes(x)).abs().max() > 0.1
+    with pytest.raises(ValueError, match="pointer"):
+        model.code_embeddings(x)

@@ -36,10 +36,12 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 VOICES = {"anna": {"gender": "female", "language": "zh"}, "ben": {"gender": "male", "language": "en"}}
 
 
-@pytest.fixture(scope="module")
-def ar_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture(scope="module", params=[False, True], ids=["codes", "phoneme-pointer"])
+def ar_model(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    """A random AR model directory: plain codes, and phoneme-pointer tokens (every test runs on both)."""
     path = tmp_path_factory.mktemp("ar-models") / "ar-tiny"
-    make_random_ar_bundle(path, Vocabulary.default().to_dict(), voices=VOICES, skip_symbols=("#1", "#2"))
+    vocab = Vocabulary.default().to_dict()
+    make_random_ar_bundle(path, vocab, voices=VOICES, skip_symbols=("#1", "#2"), pointer=request.param)
     return path
 
 

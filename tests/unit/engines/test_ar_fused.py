@@ -88,8 +88,10 @@ def test_fused_decode_matches_the_paged_forward_in_the_interpreter() -> None:
     _run(PARITY)
 
 
-def test_engine_with_fused_kernels_samples_the_same_tokens_as_with_torch_kernels() -> None:
-    _run(ENGINE)
+@pytest.mark.parametrize("advances", [0, 4], ids=["codes", "phoneme-pointer"])
+def test_engine_with_fused_kernels_samples_the_same_tokens_as_with_torch_kernels(advances: int) -> None:
+    # a phoneme-pointer model's pointer embeddings reach the fused kernels as the embedding's `extra` input
+    _run(ENGINE.replace("layers=2)", f"layers=2, advances={advances})"))
 
 
 def test_fused_kernels_refuse_what_they_cannot_run() -> None:
@@ -146,12 +148,13 @@ def test_kernels_compile_for_hopper_without_a_gpu() -> None:
                 PDL=pdl,
             )  # fmt: skip
             build(ar_fused._linear, sig, consts)
-    build(
-        ar_fused._embed,
-        {"codes_ptr": "*i64", "pos_ptr": "*i64", "code_emb_ptr": "*bf16", "pos_emb_ptr": "*bf16", "out_ptr": "*fp32",
-         "D": "i32"},
-        {"BLOCK_D": 1024},
-    )  # fmt: skip
+    for has_extra in (False, True):
+        build(
+            ar_fused._embed,
+            {"codes_ptr": "*i64", "pos_ptr": "*i64", "code_emb_ptr": "*bf16", "pos_emb_ptr": "*bf16",
+             "extra_ptr": "*fp32", "out_ptr": "*fp32", "D": "i32"},
+            {"BLOCK_D": 1024, "HAS_EXTRA": has_extra},
+        )  # fmt: skip
 
 
 def test_the_chunk_step_takes_the_fused_kernels_only_where_they_run(monkeypatch: pytest.MonkeyPatch) -> None:
