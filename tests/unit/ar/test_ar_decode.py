@@ -31,7 +31,8 @@ def _request(i: int, n: int, config: ARConfig, **kw: object) -> ARRequest:
 
 
 def _greedy_reference(model: ARDecoder, request: ARRequest, steps: int) -> list[int]:
-    """Greedy decoding by re-running the full causal forward every step (no cache)."""
+    """Greedy decoding by re-running the full causal forward every step (no cache); a phoneme-pointer model's
+    forward derives every fed token's pointer from the tokens themselves."""
     c = model.config
     cond = torch.tensor([list(request.cond)])
     count = torch.tensor([request.token_count or 0])
@@ -45,6 +46,9 @@ def _greedy_reference(model: ARDecoder, request: ARRequest, steps: int) -> list[
             step_logits = logits[0, -1].clone()
             step_logits[c.bos] = float("-inf")
             if request.token_count is not None and len(codes) < request.token_count:
+                step_logits[c.eos] = float("-inf")
+            # a phoneme-pointer model ends only once the pointer (the advances' running sum) reaches the last phoneme
+            if c.advances and sum(t % c.advances for t in codes) < len(request.phonemes) - 1:
                 step_logits[c.eos] = float("-inf")
             token = int(step_logits.argmax())
             if token == c.eos:
@@ -241,27 +245,6 @@ def test_the_decode_engine_imports_without_the_audio_stack() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def _pointer_reference(model: ARDecoder, request: ARRequest, steps: int) -> list[int]:
-    """Greedy decoding of a phoneme-pointer model by the full (training) forward, which derives every fed token's
-    pointer from the tokens themselves; eos is masked until the pointer reaches the last phoneme."""
-    c = model.config
-    cond, count = torch.tensor([list(request.cond)]), torch.tensor([request.token_count or 0])
-    phonemes, ph_len = torch.tensor([list(request.phonemes)]), torch.tensor([len(request.phonemes)])
-    tokens: list[int] = []
-    with torch.no_grad():
-        for _ in range(steps):
-            logits = model(cond, count, phonemes, torch.tensor([tokens], dtype=torch.long), ph_len)[0, -1].clone()
-            logits[c.bos] = float("-inf")
-            pointer = min(sum(t % c.advances for t in tokens), len(request.phonemes) - 1)
-            if pointer < len(request.phonemes) - 1:
-                logits[c.eos] = float("-inf")
-            token = int(logits.argmax())
-            if token == c.eos:
-                break
-            tokens.append(token)
-    return tokens
-
-
 @pytest.mark.parametrize("static", [False, True], ids=["eager", "static-buckets"])
 def test_pointer_model_decode_feeds_the_pointer_the_training_forward_derives(static: bool) -> None:
     """The runner tracks each sequence's phoneme pointer on the host and feeds it with every token; greedy decode
@@ -276,7 +259,7 @@ def test_pointer_model_decode_feeds_the_pointer_the_training_forward_derives(sta
     engine = ARDecodeEngine(model, num_blocks=64, block_size=4, max_batch=4, static=static)
     out = engine.generate(requests)
     for r in requests:
-        assert out[r.request_id] == _pointer_reference(model, r, 40), r.request_id
+        assert out[r.request_id] == _greedy_reference(model, r, 40), r.request_id
         tokens = out[r.request_id]
         if len(tokens) < 40:  # ended by eos: the pointer got to the end first
             assert sum(t % c.advances for t in tokens) >= len(r.phonemes) - 1
