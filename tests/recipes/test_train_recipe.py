@@ -398,6 +398,10 @@ def test_phoneme_pointer_trainers_take_the_aligner_durations(packed: Path, tmp_p
         np.savez(bad, utt=z["utt"], ph_len=z["ph_len"], dur=z["dur"] + 1)
     with pytest.raises(InputError, match="do not fit"):
         load_durations(bad, data)
+    with pytest.raises(InputError, match="not a durations file"):
+        load_durations(packed / "pack.json", data)
+    with pytest.raises(InputError, match="unknown codec preset 'nope'"):
+        train_codec(ARRun(packed, tmp_path / "codec2", preset="nope", device="cpu"))
 
 
 def _gpu_train(src: Path, tmp_path: Path, settings: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -184,22 +184,40 @@ def _data(run: ARRun) -> AcousticSet:
 
 
 def ar_config(preset: str, codec: CodecConfig, dropout: float = 0.0) -> ARConfig:
-    """The GPT's config for a preset over a codec's tokens (the emotion table is EmotionConfig())."""
-    return ARConfig.preset(
-        preset,
-        text_vocab=len(Vocabulary.default()),
-        n_codes=codec.n_tokens,
-        cond_dim=EmotionConfig().cond_dim,
-        advances=codec.advances if codec.pointer else 0,
-        dropout=dropout,
-    )
+    """The GPT's config for a preset over a codec's tokens (the emotion table is EmotionConfig()); InputError
+    for an unknown preset."""
+    try:
+        return ARConfig.preset(
+            preset,
+            text_vocab=len(Vocabulary.default()),
+            n_codes=codec.n_tokens,
+            cond_dim=EmotionConfig().cond_dim,
+            advances=codec.advances if codec.pointer else 0,
+            dropout=dropout,
+        )
+    except ValueError as exc:
+        raise InputError(str(exc), param="--preset") from None
+
+
+def codec_config(preset: str) -> CodecConfig:
+    """A codec preset's config; InputError for an unknown one."""
+    try:
+        return CodecConfig.preset(preset)
+    except ValueError as exc:
+        raise InputError(str(exc), param="--preset") from None
 
 
 def load_durations(path: Path, data: AcousticSet) -> list[np.ndarray]:
     """Each utterance's phoneme durations (mel frames) from a recipes/train/durations.py file, in `data`'s order;
     InputError when an utterance is missing or its phonemes or frames do not match."""
-    with np.load(path) as z:
-        names, ph_len, flat = z["utt"], z["ph_len"], z["dur"]
+    try:
+        with np.load(path) as z:
+            names, ph_len, flat = z["utt"], z["ph_len"], z["dur"]
+    except (OSError, ValueError, KeyError, EOFError) as exc:
+        raise InputError(
+            f"{path} is not a durations file (recipes/train/durations.py writes utt, ph_len and dur): {exc}",
+            param="--durations",
+        ) from None
     offsets = np.concatenate([[0], np.cumsum(ph_len.astype(np.int64))])
     where = {str(u): i for i, u in enumerate(names)}
     out = []
@@ -264,7 +282,7 @@ def train_codec(run: ARRun) -> dict[str, Any]:
     torch.manual_seed(run.seed)
     device = torch.device(run.device)
     data = _data(run)
-    config = CodecConfig.preset(run.preset)
+    config = codec_config(run.preset)
     if run.segment % config.downsample:
         raise ValueError(f"--segment must be a multiple of {config.downsample}")
     codec = MelCodec(config)
@@ -325,7 +343,7 @@ def train_ar(run: ARRun) -> dict[str, Any]:
     device = torch.device(run.device)
     data = _data(run)
     codec_progress = json.loads((run.codec / "progress.json").read_text("utf-8"))
-    codec = MelCodec(CodecConfig.preset(codec_progress.get("preset", "base")))
+    codec = MelCodec(codec_config(codec_progress.get("preset", "base")))
     load_snapshot(run.codec, {"codec": codec})
     codec.to(device).eval().requires_grad_(False)
     config = ar_config(run.preset, codec.config, run.dropout)

@@ -14,10 +14,10 @@ from typing import Any
 from rtvox.errors import InputError
 from rtvox.models.ar import ARDecoder
 from rtvox.models.ar_bundle import ARBundle, ARModelConfig
-from rtvox.models.codec import CodecConfig, MelCodec
+from rtvox.models.codec import MelCodec
 from rtvox.models.emotion import EmotionConfig, EmotionTable
 from rtvox.text.vocab import Vocabulary
-from rtvox.training.ar import SKIP_SYMBOLS, ar_config
+from rtvox.training.ar import SKIP_SYMBOLS, ar_config, codec_config
 from rtvox.training.checkpoint import PROGRESS_NAME, load_snapshot
 from rtvox.training.data import load_acoustic
 from rtvox.training.export import load_vocoder_source, voices_source
@@ -46,7 +46,7 @@ def export_ar_bundle(
     version: str = "0.1.0",
     model_card: str = "",
 ) -> ARBundle:
-    codec = MelCodec(CodecConfig.preset(_progress(codec_snapshot, "codec").get("preset", "base")))
+    codec = MelCodec(codec_config(_progress(codec_snapshot, "codec").get("preset", "base")))
     load_snapshot(codec_snapshot, {"codec": codec})
     ar_progress = _progress(ar_snapshot, "ar")
     if ar_progress.get("n_codes", codec.config.n_tokens) != codec.config.n_tokens:
