@@ -16,7 +16,11 @@ forced at it — and the count is also in the prompt, so the model plans its pac
 
 Phoneme-pointer models (ARConfig.advances > 0): the runner keeps each sequence's pointer on the host (it moves
 with every token read back at the step's one sync) and feeds it beside the token; in free mode eos is masked
-until the pointer reaches the last phoneme, so a sequence cannot end before it has said everything.
+until the pointer reaches the last phoneme, so a sequence cannot end before it has said everything. With a token
+count, the count embedding alone barely moves the model's pace (a request shorter than natural would stop mid-text,
+a longer one would trail off in noise), so the runner paces the pointer: each step tilts every token's logit by
+λ·advance, λ = log(needed phonemes per token / the corpus's natural rate), held within ±PACE_TILT_MAX, and when
+only just enough tokens remain to reach the last phoneme at the fastest advance, slower advances are masked.
 """
 
 from __future__ import annotations
@@ -33,6 +37,11 @@ from torch import Tensor
 from rtvox.engines.cudagraph import capture_cuda_graph
 from rtvox.models.ar import ARDecoder, PagedKVCache
 from rtvox.models.sampling import SamplingParams, sample
+
+# phoneme-pointer pacing under a token count: the training corpus's mean tokens per phoneme (recipes/train/README.md,
+# run AR2: 2.17 over the corpus, 2.12 in free-length output) and the largest tilt per phoneme of advance
+NATURAL_TOKENS_PER_PHONEME = 2.17
+PACE_TILT_MAX = 4.0
 
 
 @dataclass
@@ -376,6 +385,31 @@ class ARRunner:
         positions = torch.arange(x.shape[1], device=self.device)[None].expand(len(plan), -1)
         return self.model.forward_paged(x, positions, self.cache, self._table(plan), lengths)
 
+    def _pace(self, logits: Tensor, items: list[PlanItem]) -> Tensor:
+        """Counted rows of a phoneme-pointer model: tilt advances towards the pace that reaches the last phoneme as
+        the count runs out, and mask the advances too slow to reach it at all (host arithmetic on the step's plan)."""
+        a = self.config.advances
+        tilt, floor = [], []
+        for item in items:
+            left_ph = len(self._phonemes[item.request_id]) - 1 - self._pointer[item.request_id]
+            left_tok = (item.token_count or 0) - item.generated
+            if item.token_count is None or left_tok <= 0 or left_ph <= 0:
+                tilt.append(0.0)
+                floor.append(0)
+                continue
+            need = math.log(left_ph / left_tok * NATURAL_TOKENS_PER_PHONEME)
+            tilt.append(max(-PACE_TILT_MAX, min(PACE_TILT_MAX, need)))
+            floor.append(min(a - 1, max(0, left_ph - (left_tok - 1) * (a - 1))))  # slowest advance still in time
+        if not any(tilt) and not any(floor):
+            return logits
+        dev = logits.device
+        advance = torch.arange(logits.shape[1], device=dev) % a
+        codes = torch.arange(logits.shape[1], device=dev) < self.config.n_codes
+        lam = torch.tensor(tilt, device=dev, dtype=logits.dtype)[:, None]
+        slow = codes[None] & (advance[None] < torch.tensor(floor, device=dev)[:, None])
+        tilted = logits + torch.where(codes, advance, 0)[None].to(logits.dtype) * lam
+        return tilted.masked_fill(slow, float("-inf"))
+
     def _sample(self, logits: Tensor, items: list[PlanItem]) -> Tensor:
         eos = self.config.eos
         params = [self._params[i.request_id] for i in items]
@@ -389,6 +423,7 @@ class ARRunner:
         if self.config.advances:  # free mode ends only once the pointer has reached the last phoneme
             short = [self._pointer[i.request_id] < len(self._phonemes[i.request_id]) - 1 for i in items]
             logits[:, eos] = torch.where(torch.tensor(short, device=dev), float("-inf"), logits[:, eos])
+            logits = self._pace(logits, items)
         tokens = sample(
             logits,
             torch.stack([self._seen[i.request_id] for i in items]),

@@ -82,6 +82,13 @@ def ar_request(bundle: ARBundle, job: ChunkJob, request_id: str) -> ARRequest:
             f"{config.max_positions}; ask for a shorter duration or send less text per request",
             param="duration" if request.duration is not None else "input",
         )
+    if out.token_count is not None and out.token_count > config.max_count:
+        seconds = config.max_count * downsample / FRAMES_PER_SECOND
+        raise InputError(
+            f"chunk {job.index} asks for {out.token_count} tokens, over this model's {config.max_count} "
+            f"({seconds:.1f} s per chunk); ask for a shorter duration or send more text per request",
+            param="duration",
+        )
     return out
 
 

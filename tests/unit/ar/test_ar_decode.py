@@ -4,6 +4,7 @@ token-count duration control, the block allocator and seeded on-device sampling.
 from __future__ import annotations
 
 import copy
+import math
 import subprocess
 import sys
 
@@ -269,3 +270,46 @@ def test_pointer_model_decode_feeds_the_pointer_the_training_forward_derives(sta
     assert (with_ptr - model.codes(x)).abs().max() > 0.1
     with pytest.raises(ValueError, match="pointer"):
         model.code_embeddings(x)
+
+
+@pytest.mark.parametrize("count", [4, 9, 40], ids=["short", "near", "long"])
+def test_pointer_model_paces_a_token_count_to_end_on_the_last_phoneme(count: int) -> None:
+    """Under a token count, a phoneme-pointer model is paced so every phoneme is reached: a count shorter than the
+    model's own pace does not cut the text off, a longer one does not finish early and trail off."""
+    torch.manual_seed(5)
+    model = ARDecoder(ARConfig.preset("tiny", advances=4)).eval()
+    c = model.config
+    engine = ARDecodeEngine(model, num_blocks=64, block_size=4, max_batch=4)
+    requests = [_request(i, 10, c, token_count=count, sampling=SamplingParams(seed=i)) for i in range(3)]
+    for r, tokens in zip(requests, engine.generate(requests).values(), strict=True):
+        assert len(tokens) == count
+        pointers = torch.tensor([t % c.advances for t in tokens]).cumsum(0).clamp_max(len(r.phonemes) - 1)
+        assert int(pointers[-1]) == len(r.phonemes) - 1  # the last phoneme is reached
+
+
+def test_pointer_pacing_tilts_towards_the_needed_pace_and_masks_advances_too_slow() -> None:
+    from rtvox.runtime.ar import NATURAL_TOKENS_PER_PHONEME, PACE_TILT_MAX, ARRunner, PlanItem
+
+    model = ARDecoder(ARConfig.preset("tiny", advances=4)).eval()
+    c = model.config
+    runner = ARRunner(model, PagedKVCache(c, 4, 4, torch.device("cpu"), torch.float32))
+    for rid, pointer in (("slow", 0), ("fast", 0), ("tight", 6), ("free", 0)):
+        runner._phonemes[rid], runner._pointer[rid] = tuple(range(1, 11)), pointer  # 10 phonemes
+    items = [
+        PlanItem("slow", [0], 0, generated=0, token_count=90, budget=90),  # 9 phonemes in 90 tokens: slow down
+        PlanItem("fast", [0], 0, generated=0, token_count=6, budget=6),  # 9 in 6: speed up
+        PlanItem("tight", [0], 0, generated=9, token_count=10, budget=10),  # 3 phonemes, 1 token: advance 3 now
+        PlanItem("free", [0], 0, generated=0, token_count=None, budget=50),
+    ]
+    logits = torch.zeros(4, c.out_vocab)
+    paced = runner._pace(logits.clone(), items)
+    advance = torch.arange(c.n_codes) % c.advances
+    slope = {rid: float(paced[row, 1] - paced[row, 0]) for row, rid in enumerate(("slow", "fast", "tight", "free"))}
+    assert slope["slow"] == pytest.approx(max(-PACE_TILT_MAX, math.log(9 / 90 * NATURAL_TOKENS_PER_PHONEME)))
+    assert slope["fast"] == pytest.approx(min(PACE_TILT_MAX, math.log(9 / 6 * NATURAL_TOKENS_PER_PHONEME)))
+    assert (
+        torch.isinf(paced[2, : c.n_codes][advance < 3]).all()
+        and torch.isfinite(paced[2, : c.n_codes][advance == 3]).all()
+    )
+    assert torch.equal(paced[3], logits[3])  # free length is not paced
+    assert torch.equal(paced[:, c.n_codes :], logits[:, c.n_codes :])  # bos and eos untouched

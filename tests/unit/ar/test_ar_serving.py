@@ -153,6 +153,14 @@ def test_emotion_reference_is_refused(synth: Synthesizer) -> None:
     assert info.value.param == "emotion_reference"
 
 
+def test_a_token_count_beyond_the_model_s_largest_is_an_input_error(synth: Synthesizer) -> None:
+    config = synth.bundle.config.ar
+    seconds = (config.max_count + 8) * synth.bundle.config.codec.downsample / FRAMES_PER_SECOND
+    with pytest.raises(InputError, match=f"over this model's {config.max_count}") as err:
+        synth.synthesize("Hi.", duration=seconds)
+    assert err.value.param == "duration"
+
+
 def test_text_beyond_the_context_is_an_input_error(synth: Synthesizer) -> None:
     with pytest.raises(InputError, match="positions"):
         synth.prepare(SynthesisRequest(text=TEXTS[0], duration=30.0))  # ~700 codes > the tiny model's 256
