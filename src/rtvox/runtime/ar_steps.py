@@ -23,6 +23,7 @@ from torch import Tensor
 from rtvox.constants import FRAMES_PER_SECOND, SPEAKER_EMBED_DIM
 from rtvox.errors import InputError
 from rtvox.models.ar_bundle import ARBundle
+from rtvox.models.codec import pointer_track, split_tokens
 from rtvox.models.sampling import SamplingParams
 from rtvox.models.vocoder import end_silence_frames
 from rtvox.runtime.ar import ARDecodeEngine, ARRequest
@@ -166,12 +167,8 @@ class ARChunkStep:
         config = self.bundle.config.codec
         if not config.pointer or not tokens or n == 0:
             return [1] * n
-        weights, pointer = [0] * n, 0
-        for token in tokens:
-            if token < config.n_tokens:
-                pointer = min(pointer + token % config.advances, n - 1)
-            weights[pointer] += 1
-        return weights
+        _, steps = split_tokens(torch.tensor([tokens]), config.advances)  # eos is never among a row's tokens
+        return torch.bincount(pointer_track(steps, torch.tensor([n]))[0], minlength=n).tolist()
 
     def _mel(self, job: ChunkJob, ar: ARRequest, codes: list[int]) -> Tensor:
         """The row's tokens in its voice -> mel [80, frames] at the chunk's exact length (a phoneme-pointer codec
