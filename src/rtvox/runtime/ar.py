@@ -385,14 +385,16 @@ class ARRunner:
         positions = torch.arange(x.shape[1], device=self.device)[None].expand(len(plan), -1)
         return self.model.forward_paged(x, positions, self.cache, self._table(plan), lengths)
 
-    def _pace(self, logits: Tensor, items: list[PlanItem]) -> Tensor:
-        """Counted rows of a phoneme-pointer model: tilt advances towards the pace that reaches the last phoneme as
-        the count runs out, and mask the advances too slow to reach it at all (host arithmetic on the step's plan)."""
-        a = self.config.advances
-        tilt, floor = [], []
+    def _follow_pointer(self, logits: Tensor, items: list[PlanItem]) -> Tensor:
+        """A phoneme-pointer model's rules (host arithmetic on the step's plan): eos is masked while phonemes are
+        left; counted rows tilt advances towards the pace that reaches the last phoneme as the count runs out, and
+        mask the advances too slow to reach it at all."""
+        a, dev = self.config.advances, logits.device
+        tilt, floor, left = [], [], []
         for item in items:
             left_ph = len(self._phonemes[item.request_id]) - 1 - self._pointer[item.request_id]
             left_tok = (item.token_count or 0) - item.generated
+            left.append(left_ph > 0)
             if item.token_count is None or left_tok <= 0 or left_ph <= 0:
                 tilt.append(0.0)
                 floor.append(0)
@@ -400,9 +402,10 @@ class ARRunner:
             need = math.log(left_ph / left_tok * NATURAL_TOKENS_PER_PHONEME)
             tilt.append(max(-PACE_TILT_MAX, min(PACE_TILT_MAX, need)))
             floor.append(min(a - 1, max(0, left_ph - (left_tok - 1) * (a - 1))))  # slowest advance still in time
+        eos = self.config.eos
+        logits[:, eos] = torch.where(torch.tensor(left, device=dev), float("-inf"), logits[:, eos])
         if not any(tilt) and not any(floor):
             return logits
-        dev = logits.device
         advance = torch.arange(logits.shape[1], device=dev) % a
         codes = torch.arange(logits.shape[1], device=dev) < self.config.n_codes
         lam = torch.tensor(tilt, device=dev, dtype=logits.dtype)[:, None]
@@ -420,10 +423,8 @@ class ARRunner:
         # bos is never an output; eos is masked before a requested count and forced at it
         logits[:, self.config.bos] = float("-inf")
         logits[:, eos] = torch.where(counted & (generated < target), float("-inf"), logits[:, eos])
-        if self.config.advances:  # free mode ends only once the pointer has reached the last phoneme
-            short = [self._pointer[i.request_id] < len(self._phonemes[i.request_id]) - 1 for i in items]
-            logits[:, eos] = torch.where(torch.tensor(short, device=dev), float("-inf"), logits[:, eos])
-            logits = self._pace(logits, items)
+        if self.config.advances:
+            logits = self._follow_pointer(logits, items)
         tokens = sample(
             logits,
             torch.stack([self._seen[i.request_id] for i in items]),

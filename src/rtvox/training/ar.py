@@ -7,10 +7,10 @@
    count is the true number of codes for 70 % of rows and 0 ("free length") for the rest, so both modes are
    learned; the emotion table trains with it (α = 0 for 10 % of rows, as in the acoustic trainer).
 
-Phoneme-pointer codecs (presets "pointer", "pointer-tiny"; rtvox.models.codec) also need each utterance's phoneme
-durations (`--durations`, made by recipes/train/durations.py from an acoustic snapshot's aligner): the codec trains
-on whole utterances with its decoder reading the phonemes along the pointer track, and the GPT predicts
-`code · advances + advance` with the pointer fed back at every token.
+Phoneme-pointer codecs (presets "pointer", "pointer-small", "pointer-tiny"; rtvox.models.codec) also need each
+utterance's phoneme durations (`--durations`, made by recipes/train/durations.py from an acoustic snapshot's
+aligner): the codec trains on whole utterances with its decoder reading the phonemes along the pointer track, and
+the GPT predicts `code · advances + advance` with the pointer fed back at every token.
 
 Both are time-boxed, resumable (state.pt) and write fp16 snapshots, like the other trainers (bf16 autocast on CUDA).
 """

@@ -302,7 +302,7 @@ def test_pointer_pacing_tilts_towards_the_needed_pace_and_masks_advances_too_slo
         PlanItem("free", [0], 0, generated=0, token_count=None, budget=50),
     ]
     logits = torch.zeros(4, c.out_vocab)
-    paced = runner._pace(logits.clone(), items)
+    paced = runner._follow_pointer(logits.clone(), items)
     advance = torch.arange(c.n_codes) % c.advances
     slope = {rid: float(paced[row, 1] - paced[row, 0]) for row, rid in enumerate(("slow", "fast", "tight", "free"))}
     assert slope["slow"] == pytest.approx(max(-PACE_TILT_MAX, math.log(9 / 90 * NATURAL_TOKENS_PER_PHONEME)))
@@ -311,5 +311,6 @@ def test_pointer_pacing_tilts_towards_the_needed_pace_and_masks_advances_too_slo
         torch.isinf(paced[2, : c.n_codes][advance < 3]).all()
         and torch.isfinite(paced[2, : c.n_codes][advance == 3]).all()
     )
-    assert torch.equal(paced[3], logits[3])  # free length is not paced
-    assert torch.equal(paced[:, c.n_codes :], logits[:, c.n_codes :])  # bos and eos untouched
+    assert torch.equal(paced[3, : c.eos], logits[3, : c.eos])  # free length is not paced ...
+    assert torch.isinf(paced[:, c.eos]).all()  # ... and no row may end with phonemes left
+    assert torch.equal(paced[:, c.bos], logits[:, c.bos])
