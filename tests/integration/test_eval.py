@@ -97,3 +97,39 @@ def test_clone_without_references_is_a_usage_error(tiny_model: Path, sentence_fi
     result = CliRunner().invoke(app, ["eval", "--model", str(tiny_model), "--sets", sets, "--clone"])
     assert result.exit_code == 2
     assert "--corpus" in result.output
+
+
+def test_emotion_sentences_caps_the_emotion_material(
+    tiny_model: Path, sentence_files: dict[str, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "emotion.json"
+    sets = f"en={sentence_files['en']}"  # two sentences, no --limit
+    args = ["eval", "--model", str(tiny_model), "--sets", sets, "--emotion", "--emotion-sentences", "1"]
+    result = CliRunner().invoke(app, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["sets"]["en"]["summary"]["n"] == 2  # intelligibility still scores the whole set
+    assert data["emotion"]["trials"] == 2 * 1 * 5  # two voices x one en sentence x five emotions
+
+
+def test_emotion_sentences_must_be_positive(tiny_model: Path, sentence_files: dict[str, Path]) -> None:
+    sets = f"en={sentence_files['en']}"
+    args = ["eval", "--model", str(tiny_model), "--sets", sets, "--emotion", "--emotion-sentences", "0"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "--emotion-sentences" in result.output
+
+
+def test_clone_with_unusable_references_fails_before_rendering(
+    tiny_model: Path, sentence_files: dict[str, Path], tmp_path: Path
+) -> None:
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    sf.write(refs / "too_short.wav", buzz(2.0, 140.0), SAMPLE_RATE)
+    out = tmp_path / "never.json"
+    sets = f"en={sentence_files['en']}"
+    args = ["eval", "--model", str(tiny_model), "--sets", sets, "--clone", "--clone-refs", str(refs)]
+    result = CliRunner().invoke(app, [*args, "--out", str(out)])
+    assert result.exit_code == 2
+    assert "no usable reference clip" in result.output and "too_short.wav" in result.output
+    assert not out.exists()

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 HELDOUT_SPEAKERS = ("en_f_rms_01", "en_m_rms", "en_m_rms_01")
 CLIP_MIN_S, CLIP_TARGET_S, CLIP_MAX_S = 5.0, 10.0, 15.0
 GAP_S = 0.3
+REFERENCE_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a", ".aac", ".webm")
 
 
 @dataclass(frozen=True)
@@ -44,11 +45,10 @@ class Reference:
 
 
 def _read(path: Path) -> np.ndarray:
-    from rtvox.audio.decode import resample
+    """Any audio file rtvox decodes (channels averaged) as float32 mono at SAMPLE_RATE."""
+    from rtvox.audio.decode import load_audio
 
-    audio, sr = sf.read(path, dtype="float32", always_2d=True)
-    mono = audio.mean(1)
-    return resample(mono, int(sr), SAMPLE_RATE) if sr != SAMPLE_RATE else mono
+    return load_audio(path, SAMPLE_RATE, param="reference clip")
 
 
 def corpus_references(corpus: Path, speakers: tuple[str, ...] = HELDOUT_SPEAKERS) -> list[Reference]:
@@ -77,14 +77,53 @@ def corpus_references(corpus: Path, speakers: tuple[str, ...] = HELDOUT_SPEAKERS
     return refs
 
 
-def folder_references(folder: Path) -> list[Reference]:
-    """Every *.wav of a folder, cut to CLIP_MAX_S; clips shorter than CLIP_MIN_S are skipped."""
+def folder_references(folder: Path, skipped: list[dict[str, str]] | None = None) -> list[Reference]:
+    """Every audio file of a folder (REFERENCE_SUFFIXES: wav, flac, mp3, ogg, opus, m4a, aac, webm; any sample
+    rate, channels averaged), silence trimmed and cut to CLIP_MAX_S. Clips that do not decode or hold under
+    CLIP_MIN_S of speech are left out; each is appended to `skipped` with the reason."""
+    from rtvox.errors import AudioInputError
+
     refs = []
-    for path in sorted(folder.glob("*.wav")):
-        audio = trim_silence(_read(path), SAMPLE_RATE)[: int(CLIP_MAX_S * SAMPLE_RATE)]
-        if audio.shape[0] >= CLIP_MIN_S * SAMPLE_RATE:
-            refs.append(Reference(path.stem, audio, f"file:{path.name}"))
+    for path in sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in REFERENCE_SUFFIXES):
+        try:
+            audio = trim_silence(_read(path), SAMPLE_RATE)[: int(CLIP_MAX_S * SAMPLE_RATE)]
+        except AudioInputError as exc:
+            if skipped is not None:
+                skipped.append({"file": str(path), "reason": str(exc)})
+            continue
+        if audio.shape[0] < CLIP_MIN_S * SAMPLE_RATE:
+            if skipped is not None:
+                seconds = audio.shape[0] / SAMPLE_RATE
+                skipped.append({"file": str(path), "reason": f"{seconds:.1f} s of speech, under {CLIP_MIN_S:g} s"})
+            continue
+        refs.append(Reference(path.stem, audio, f"file:{path.name}"))
     return refs
+
+
+def gather_references(corpus: Path | None, folders: list[Path]) -> tuple[list[Reference], list[dict[str, str]]]:
+    """The cloning test's references: the corpus's held-out speakers, then every folder's clips; and the clips
+    left out, with reasons. Raises InputError for a path that is not a folder or when nothing usable is found."""
+    from rtvox.errors import InputError
+
+    sources = [(folder, "--clone-refs") for folder in folders]
+    for path, flag in [(corpus, "--corpus"), *sources] if corpus is not None else sources:
+        if not path.is_dir():
+            raise InputError(f"{flag} {path} is not a folder", param=flag.lstrip("-"))
+    refs = corpus_references(corpus) if corpus is not None else []
+    skipped: list[dict[str, str]] = []
+    for folder in folders:
+        refs += folder_references(folder, skipped)
+    if not refs:
+        where = ", ".join(str(p) for p in [*([corpus] if corpus is not None else []), *folders])
+        reasons = "; ".join(f"{Path(i['file']).name}: {i['reason']}" for i in skipped[:5])
+        raise InputError(
+            f"--clone found no usable reference clip in {where}: it needs audio files ("
+            + ", ".join(x.lstrip(".") for x in REFERENCE_SUFFIXES[:4])
+            + f", ...) with at least {CLIP_MIN_S:g} s of speech, or a corpus with held-out speakers"
+            + (f" (left out: {reasons})" if reasons else ""),
+            param="clone_refs",
+        )
+    return refs, skipped
 
 
 def evaluate_cloning(synth: Synthesizer, references: list[Reference], sentences: list[str]) -> dict[str, Any]:

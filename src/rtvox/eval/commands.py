@@ -30,6 +30,9 @@ def eval_command(
     limit: Annotated[int | None, typer.Option(min=1, help="First N sentences of each set")] = None,
     clone: Annotated[bool, typer.Option("--clone", help="Cloning test on voices outside the training data")] = False,
     emotion: Annotated[bool, typer.Option("--emotion", help="Emotion accuracy with the held-out judge")] = False,
+    emotion_sentences: Annotated[
+        int, typer.Option(min=1, help="Sentences per language for --emotion (per voice, per emotion)")
+    ] = 6,
     duration: Annotated[bool, typer.Option("--duration", help="Exact-duration error, 0.7x-1.4x")] = False,
     voice: Annotated[str | None, typer.Option(help="Voice for intelligibility (default: the model's)")] = None,
     audio_dir: Annotated[
@@ -60,6 +63,7 @@ def eval_command(
             voice=voice,
             clone=clone,
             emotion=emotion,
+            emotion_sentences=emotion_sentences,
             duration=duration,
             corpus=corpus,
             clone_refs=list(clone_refs or ()),
@@ -71,6 +75,10 @@ def eval_command(
         )
         if clone and corpus is None and not clone_refs:
             raise InputError("--clone needs reference clips: pass --corpus DIR and/or --clone-refs DIR")
+        if clone:  # before minutes of rendering: a wrong folder or unusable clips fail now
+            from rtvox.eval.cloning import gather_references
+
+            gather_references(corpus, list(clone_refs or ()))
         results = run_eval(options)
         md = write_results(results, out)
     typer.echo(md.read_text(encoding="utf-8"))

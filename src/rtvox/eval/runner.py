@@ -23,7 +23,7 @@ from rtvox.eval.asr import WhisperJudge
 from rtvox.eval.intelligibility import Renderer, SentenceSet, audio_dir_renderer, evaluate_set
 from rtvox.eval.report import markdown_report
 
-EMOTION_SENTENCES = 6  # per language (en, zh), per voice
+EMOTION_SENTENCES = 6  # per language (en, zh), per voice: the default of EvalOptions.emotion_sentences
 EMOTION_VOICES = 2  # the default voice and the first built-in of the other gender
 CLONE_SENTENCES = 3  # per language (en, zh), per reference
 DURATION_SENTENCES = 3  # per language (en, zh)
@@ -39,9 +39,10 @@ class EvalOptions:
     voice: str | None = None  # voice for intelligibility; None: the model's default
     clone: bool = False
     emotion: bool = False
+    emotion_sentences: int = EMOTION_SENTENCES  # per language; more narrows the error-rate-by-emotion check
     duration: bool = False
     corpus: Path | None = None  # teacher corpus, for the held-out cloning references
-    clone_refs: list[Path] = field(default_factory=list)  # folders of extra reference clips (*.wav)
+    clone_refs: list[Path] = field(default_factory=list)  # folders of extra reference clips (wav, flac, mp3, ... at any rate)
     judge_dir: Path | None = None  # emotion judge weights (default models/eval-emotion)
     threads: int = 2
     keep_audio: Path | None = None  # write every rendered clip here
@@ -116,18 +117,19 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
 
 def _model_only(synth: Any, options: EvalOptions, asr: WhisperJudge, results: dict[str, Any]) -> None:
     """Cloning, emotion and duration: measurements that need a model to ask for things."""
-    from rtvox.eval.cloning import corpus_references, evaluate_cloning, folder_references, teacher_similarity
+    from rtvox.eval.cloning import evaluate_cloning, gather_references, teacher_similarity
     from rtvox.eval.emotion_judge import EmotionJudge
     from rtvox.eval.expressive import evaluate_duration, evaluate_emotion
 
     voice = results["voice"]
     if options.clone:
         t0 = time.perf_counter()
-        refs = corpus_references(options.corpus) if options.corpus else []
-        for folder in options.clone_refs:
-            refs += folder_references(folder)
+        refs, skipped = gather_references(options.corpus, options.clone_refs)
+        for item in skipped:
+            log(f"clone: skipped {item['file']}: {item['reason']}")
         sentences = [t for texts in _by_lang(options.sets, CLONE_SENTENCES).values() for t in texts]
         results["clone"] = evaluate_cloning(synth, refs, sentences)
+        results["clone"]["skipped_references"] = skipped
         if options.corpus is not None:
             builtins = {name: synth.voices.get(name).embedding for name in synth.voices.builtin_names}
             results["clone"]["teacher_ceiling"] = teacher_similarity(options.corpus, builtins)
@@ -137,7 +139,7 @@ def _model_only(synth: Any, options: EvalOptions, asr: WhisperJudge, results: di
         t0 = time.perf_counter()
         judge = EmotionJudge.load(options.judge_dir)
         voices = _other_gender_voice(synth, voice)
-        material = _by_lang(options.sets, EMOTION_SENTENCES)
+        material = _by_lang(options.sets, options.emotion_sentences)
         results["emotion"] = evaluate_emotion(synth, judge, material, voices=voices, asr=asr)
         results["emotion"]["wall_s"] = round(time.perf_counter() - t0, 1)
         log(f"emotion: accuracy {results['emotion']['accuracy']} ({results['emotion']['wall_s']} s)")
