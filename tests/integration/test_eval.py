@@ -71,6 +71,9 @@ def test_eval_on_tiny_model_writes_well_formed_results(
     assert emotion["trials"] == 2 * 2 * 5  # two voices x (en, zh) x five emotions
     assert set(emotion["per_emotion_accuracy"]) == {"neutral", "happy", "sad", "angry", "surprised"}
     assert set(emotion["error_rate_by_emotion"]) == {f"{e}/{lang}" for e in emotion["labels"] for lang in ("en", "zh")}
+    assert set(emotion["error_rate_delta_ci95"]) == set(emotion["error_rate_delta_vs_neutral"])
+    for key, (low, high) in emotion["error_rate_delta_ci95"].items():  # one sentence: every draw is the same
+        assert low == high == pytest.approx(emotion["error_rate_delta_vs_neutral"][key], abs=1e-4)
     duration = data["duration"]
     assert duration["trials"] == 2 * 5
     assert duration["max_error"] < 0.05  # the model's exact-length path, one vocoder hop of slack at most

@@ -27,6 +27,24 @@ if TYPE_CHECKING:
     from rtvox.runtime.synthesizer import Synthesizer
 
 DURATION_FACTORS = (0.7, 0.85, 1.0, 1.2, 1.4)
+BOOTSTRAP_DRAWS = 2000
+
+
+def paired_delta_interval(
+    emotional: list[tuple[int, int]], neutral: list[tuple[int, int]], *, draws: int = BOOTSTRAP_DRAWS, seed: int = 0
+) -> tuple[float, float]:
+    """95 % interval of (pooled error rate of `emotional` − that of `neutral`) by a paired bootstrap over
+    sentences: each draw resamples sentence indices with replacement and pools (errors, reference tokens) of the
+    same sentences on both sides. Seeded, so a result file can be recomputed exactly."""
+    if len(emotional) != len(neutral) or not emotional:
+        raise ValueError(f"need the same sentences on both sides, got {len(emotional)} and {len(neutral)}")
+    e = np.asarray(emotional, dtype=np.float64)  # [S, 2]: errors, reference tokens
+    n = np.asarray(neutral, dtype=np.float64)
+    picks = np.random.default_rng(seed).integers(0, len(e), size=(draws, len(e)))
+    e_sum, n_sum = e[picks].sum(1), n[picks].sum(1)  # [draws, 2]
+    delta = e_sum[:, 0] / np.maximum(e_sum[:, 1], 1) - n_sum[:, 0] / np.maximum(n_sum[:, 1], 1)
+    low, high = np.percentile(delta, [2.5, 97.5])
+    return float(low), float(high)
 
 
 def speech_seconds(audio: np.ndarray) -> float:
@@ -56,6 +74,7 @@ def evaluate_emotion(
     extract = ProsodyExtractor()
     trials: list[dict[str, Any]] = []
     pooled: dict[str, ErrorCounts] = defaultdict(ErrorCounts)
+    per_sentence: dict[str, list[tuple[int, int]]] = defaultdict(list)  # (errors, reference tokens) in text order
     for voice in voices:
         for lang, texts in sentences.items():
             absolute: dict[str, list[np.ndarray]] = defaultdict(list)
@@ -65,7 +84,9 @@ def evaluate_emotion(
                     absolute[emotion].append(extract(audio, SAMPLE_RATE, text))
                     if asr is not None and voice == voices[0]:
                         heard = asr.transcribe(audio, SAMPLE_RATE, ASR_LANGUAGE[lang])
-                        pooled[f"{emotion}/{lang}"] += score(text, heard.text, lang)[primary_metric(lang)]
+                        counts = score(text, heard.text, lang)[primary_metric(lang)]
+                        pooled[f"{emotion}/{lang}"] += counts
+                        per_sentence[f"{emotion}/{lang}"].append((counts.errors, counts.reference_length))
             baseline = np.mean(absolute["neutral"], axis=0)
             for emotion in emotions:
                 rows = relative(np.stack(absolute[emotion]), baseline)
@@ -89,12 +110,18 @@ def evaluate_emotion(
     if asr is not None:
         error = {key: round(c.rate, 4) for key, c in sorted(pooled.items())}
         deltas = {}
+        intervals = {}
         for key, rate in error.items():
             emotion, lang = key.split("/")
             if emotion != "neutral":
                 deltas[key] = round(rate - error[f"neutral/{lang}"], 4)
+                low, high = paired_delta_interval(per_sentence[key], per_sentence[f"neutral/{lang}"])
+                intervals[key] = [round(low, 4), round(high, 4)]
         result["error_rate_by_emotion"] = error
         result["error_rate_delta_vs_neutral"] = deltas
+        # how far the sentences alone move each delta: a bound of 3 points is resolved only when this is narrow
+        result["error_rate_delta_ci95"] = intervals
+        result["error_counts_by_sentence"] = {k: [list(c) for c in rows] for k, rows in sorted(per_sentence.items())}
         result["max_delta_vs_neutral"] = max(deltas.values()) if deltas else None
     result["items"] = trials
     return result

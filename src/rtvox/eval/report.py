@@ -75,14 +75,21 @@ def markdown_report(results: dict[str, Any]) -> str:
             f"- accuracy: {pct(emo['accuracy'])} over {emo['trials']} clips (voices: {', '.join(emo['voices'])}); "
             f"the judge's own accuracy on held-out teacher speakers: {pct(emo['judge_heldout_teacher_accuracy'])}",
             "",
-            "| emotion | judged right | error rate (first voice) | Δ vs neutral |",
+            "| emotion | judged right | error rate (first voice) | Δ vs neutral [95 % paired bootstrap] |",
             "|---|---|---|---|",
         ]
         errors = emo.get("error_rate_by_emotion", {})
         deltas = emo.get("error_rate_delta_vs_neutral", {})
+        spans = emo.get("error_rate_delta_ci95", {})
+
+        def span(key: str) -> str:
+            return f" [{100 * spans[key][0]:+.1f}, {100 * spans[key][1]:+.1f}]" if key in spans else ""
+
         for emotion, acc in emo["per_emotion_accuracy"].items():
             err = ", ".join(f"{k.split('/')[1]} {pct(v)}" for k, v in errors.items() if k.startswith(emotion + "/"))
-            delta = ", ".join(f"{k.split('/')[1]} {100 * v:+.1f}" for k, v in deltas.items() if k.startswith(emotion))
+            delta = ", ".join(
+                f"{k.split('/')[1]} {100 * v:+.1f}{span(k)}" for k, v in deltas.items() if k.startswith(emotion + "/")
+            )
             lines.append(f"| {emotion} | {pct(acc)} | {err or '–'} | {delta or '–'} |")
         lines.append("")
     if dur := results.get("duration"):

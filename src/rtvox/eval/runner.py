@@ -42,7 +42,7 @@ class EvalOptions:
     emotion_sentences: int = EMOTION_SENTENCES  # per language; more narrows the error-rate-by-emotion check
     duration: bool = False
     corpus: Path | None = None  # teacher corpus, for the held-out cloning references
-    clone_refs: list[Path] = field(default_factory=list)  # folders of extra reference clips (wav, flac, mp3, ... at any rate)
+    clone_refs: list[Path] = field(default_factory=list)  # folders of extra reference clips (wav, flac, mp3...)
     judge_dir: Path | None = None  # emotion judge weights (default models/eval-emotion)
     threads: int = 2
     keep_audio: Path | None = None  # write every rendered clip here

@@ -1,4 +1,4 @@
-"""Duration-control arithmetic and the cloning/duration loops on a stand-in synthesizer."""
+"""Duration-control arithmetic, the emotion WER-change interval and the cloning/duration loops (stand-in model)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rtvox.constants import SAMPLE_RATE
-from rtvox.eval.expressive import DURATION_FACTORS, duration_error, evaluate_duration
+from rtvox.eval.expressive import DURATION_FACTORS, duration_error, evaluate_duration, paired_delta_interval
 
 
 def test_duration_error_arithmetic() -> None:
@@ -56,3 +56,23 @@ def test_overshoot_shows_in_whole_length_but_not_in_speech_span() -> None:
     assert [r["error"] for r in result["items"]] == pytest.approx(expected, abs=1e-4)
     assert result["mean_error"] == pytest.approx(np.mean(expected), abs=1e-4)
     assert result["max_span_error"] < 0.01
+
+
+def test_paired_delta_interval_is_exact_when_every_sentence_moves_alike() -> None:
+    neutral = [(1, 10), (0, 8), (2, 12)]
+    assert paired_delta_interval(neutral, neutral) == (0.0, 0.0)
+    plus_one_each = [(e + 1, n) for e, n in neutral]  # one more error in every sentence: +3 in 30 tokens
+    low, high = paired_delta_interval(plus_one_each, neutral)
+    assert 1 / 12 - 1e-9 <= low < 3 / 30 < high <= 1 / 8 + 1e-9  # any resample lies between 1/12 and 1/8
+
+
+def test_paired_delta_interval_is_wide_when_one_sentence_carries_the_difference() -> None:
+    neutral = [(0, 10)] * 6
+    one_bad = [(6, 10)] + [(0, 10)] * 5  # pooled delta +10 points, all from one sentence
+    low, high = paired_delta_interval(one_bad, neutral)
+    assert low == 0.0 and high > 0.2  # the interval reaches zero: six sentences do not resolve it
+
+
+def test_paired_delta_interval_needs_the_same_sentences() -> None:
+    with pytest.raises(ValueError, match="same sentences"):
+        paired_delta_interval([(1, 10)], [(1, 10), (0, 5)])

@@ -39,7 +39,7 @@ def test_folder_takes_any_decodable_format_and_rate_and_reports_the_rest(tmp_pat
 
 
 def test_gather_refuses_a_missing_folder(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="--clone-refs .*missing.* is not a folder"):
+    with pytest.raises(InputError, match=r"--clone-refs .*missing.* is not a folder"):
         gather_references(None, [tmp_path / "missing"])
 
 
