@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from clone_timbre_probe import CALIBRATION, add_cloning_args, cloning_setup, score_trial
+from clone_timbre_probe import CALIBRATION, add_cloning_args, cloning_setup, score_variant, summarize
 
 from rtvox.audio.loudness import trim_silence
 from rtvox.constants import SAMPLE_RATE
@@ -123,20 +123,10 @@ def main() -> None:
             vec = fit(synth, ref.audio, emb, n, args.lr, args.w_std, basis=basis) if n else emb
             row[f"fit_s_{n}"] = round(time.perf_counter() - t0, 1)
             row[f"cos_init_{n}"] = round(float(vec @ emb), 4)
-            for text in sentences:
-                cosine, closer = score_trial(synth, synth.synthesize(text, speaker_embedding=vec).audio, emb, table)
-                scores[n]["cosine"].append(cosine)
-                scores[n]["closer"].append(closer)
-            row[f"steps_{n}"] = round(float(np.mean(scores[n]["cosine"][-len(sentences) :])), 4)
+            row[f"steps_{n}"] = score_variant(synth, sentences, vec, emb, table, scores[n])
         per_ref.append(row)
         print(row, flush=True)
-    summary = {
-        str(n): {
-            "mean_cosine": round(float(np.mean(s["cosine"])), 4),
-            "closer_share": round(float(np.mean(s["closer"])), 4),
-        }
-        for n, s in scores.items()
-    }
+    summary = summarize(scores)
     print(summary)
     if args.out:
         result = {"model": args.model, "lr": args.lr, "w_std": args.w_std, "basis": args.basis}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -80,6 +81,36 @@ def score_trial(synth: Synthesizer, audio: np.ndarray, reference: np.ndarray, ta
     return cosine, float(cosine > float(np.max(table @ out)))
 
 
+def score_variant(
+    synth: Synthesizer,
+    sentences: list[str],
+    embedding: np.ndarray,
+    reference: np.ndarray,
+    table: np.ndarray,
+    into: dict[str, list[float]],
+) -> float:
+    """Speak every sentence conditioned on `embedding`, score each against `reference` (appended to `into`'s
+    "cosine" and "closer" lists) and return this variant's mean cosine."""
+    cosines = []
+    for text in sentences:
+        cosine, closer = score_trial(synth, synth.synthesize(text, speaker_embedding=embedding).audio, reference, table)
+        into["cosine"].append(cosine)
+        into["closer"].append(closer)
+        cosines.append(cosine)
+    return round(float(np.mean(cosines)), 4)
+
+
+def summarize(scores: dict[Any, dict[str, list[float]]]) -> dict[str, dict[str, float]]:
+    """Per variant: the mean cosine and the closer-than-any-built-in share over its trials."""
+    return {
+        str(k): {
+            "mean_cosine": round(float(np.mean(s["cosine"])), 4),
+            "closer_share": round(float(np.mean(s["closer"])), 4),
+        }
+        for k, s in scores.items()
+    }
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_cloning_args(p)
@@ -107,20 +138,10 @@ def main() -> None:
         row["bias_max"] = round(float(bias.max()), 3)
         for alpha in alphas:
             _bias["mel"] = alpha * bias
-            for text in sentences:
-                cosine, closer = score_trial(synth, synth.synthesize(text, speaker_embedding=emb).audio, emb, table)
-                scores[alpha]["cosine"].append(cosine)
-                scores[alpha]["closer"].append(closer)
-            row[f"alpha_{alpha}"] = round(float(np.mean(scores[alpha]["cosine"][-len(sentences) :])), 4)
+            row[f"alpha_{alpha}"] = score_variant(synth, sentences, emb, emb, table, scores[alpha])
         per_ref.append(row)
         print(row, flush=True)
-    summary = {
-        str(a): {
-            "mean_cosine": round(float(np.mean(s["cosine"])), 4),
-            "closer_share": round(float(np.mean(s["closer"])), 4),
-        }
-        for a, s in scores.items()
-    }
+    summary = summarize(scores)
     print(summary)
     if args.out:
         result = {"model": args.model, "clip": args.clip, "trials_per_alpha": len(refs) * len(sentences)}
