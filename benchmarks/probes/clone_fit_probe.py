@@ -15,13 +15,12 @@ judge is never in the loss. Measurement only.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from clone_timbre_probe import CALIBRATION, add_cloning_args, cloning_setup, score_variant, summarize
+from clone_timbre_probe import CALIBRATION, add_cloning_args, cloning_setup, report, score_variant
 
 from rtvox.audio.loudness import trim_silence
 from rtvox.constants import SAMPLE_RATE
@@ -126,12 +125,7 @@ def main() -> None:
             row[f"steps_{n}"] = score_variant(synth, sentences, vec, emb, table, scores[n])
         per_ref.append(row)
         print(row, flush=True)
-    summary = summarize(scores)
-    print(summary)
-    if args.out:
-        result = {"model": args.model, "lr": args.lr, "w_std": args.w_std, "basis": args.basis}
-        result |= {"summary": summary, "per_reference": per_ref}
-        args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    report(args.out, {"model": args.model, "lr": args.lr, "w_std": args.w_std, "basis": args.basis}, scores, per_ref)
 
 
 if __name__ == "__main__":

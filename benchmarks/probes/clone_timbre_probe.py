@@ -111,6 +111,17 @@ def summarize(scores: dict[Any, dict[str, list[float]]]) -> dict[str, dict[str, 
     }
 
 
+def report(
+    out: Path | None, header: dict[str, Any], scores: dict[Any, dict[str, list[float]]], per_ref: list[Any]
+) -> None:
+    """Print the summary; with `out`, write header + summary + per-reference rows as JSON."""
+    summary = summarize(scores)
+    print(summary)
+    if out:
+        result = header | {"summary": summary, "per_reference": per_ref}
+        out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_cloning_args(p)
@@ -141,12 +152,8 @@ def main() -> None:
             row[f"alpha_{alpha}"] = score_variant(synth, sentences, emb, emb, table, scores[alpha])
         per_ref.append(row)
         print(row, flush=True)
-    summary = summarize(scores)
-    print(summary)
-    if args.out:
-        result = {"model": args.model, "clip": args.clip, "trials_per_alpha": len(refs) * len(sentences)}
-        result |= {"summary": summary, "per_reference": per_ref}
-        args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    header = {"model": args.model, "clip": args.clip, "trials_per_alpha": len(refs) * len(sentences)}
+    report(args.out, header, scores, per_ref)
 
 
 if __name__ == "__main__":

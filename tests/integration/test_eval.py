@@ -43,12 +43,18 @@ def buzz(seconds: float, f0: float) -> np.ndarray:
     return (0.2 * envelope * sum(np.sin(k * phase) / k for k in range(1, 8))).astype(np.float32)
 
 
+def ref_folder(tmp_path: Path, name: str, seconds: float) -> Path:
+    """A folder holding one buzz clip of `seconds`."""
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    sf.write(refs / name, buzz(seconds, 140.0), SAMPLE_RATE)
+    return refs
+
+
 def test_eval_on_tiny_model_writes_well_formed_results(
     tiny_model: Path, sentence_files: dict[str, Path], tmp_path: Path
 ) -> None:
-    refs = tmp_path / "refs"
-    refs.mkdir()
-    sf.write(refs / "buzz_voice.wav", buzz(6.0, 140.0), SAMPLE_RATE)
+    refs = ref_folder(tmp_path, "buzz_voice.wav", 6.0)
     out = tmp_path / "res" / "results.json"
     sets = ",".join(f"{lang}={path}" for lang, path in sentence_files.items())
     args = ["eval", "--model", str(tiny_model), "--sets", sets, "--limit", "1", "--out", str(out)]
@@ -124,9 +130,7 @@ def test_emotion_sentences_caps_the_emotion_material(
 def test_clone_with_unusable_references_fails_before_rendering(
     tiny_model: Path, sentence_files: dict[str, Path], tmp_path: Path
 ) -> None:
-    refs = tmp_path / "refs"
-    refs.mkdir()
-    sf.write(refs / "too_short.wav", buzz(2.0, 140.0), SAMPLE_RATE)
+    refs = ref_folder(tmp_path, "too_short.wav", 2.0)
     out = tmp_path / "never.json"
     sets = f"en={sentence_files['en']}"
     args = ["eval", "--model", str(tiny_model), "--sets", sets, "--clone", "--clone-refs", str(refs)]
