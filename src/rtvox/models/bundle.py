@@ -57,6 +57,7 @@ VOICES_META_NAME = "voices.json"
 CARD_NAME = "MODEL_CARD.md"
 MODULES: tuple[str, ...] = ("acoustic", "vocoder", "emotion")  # weight file stems
 LANGUAGE_RATE_MIN, LANGUAGE_RATE_MAX = 0.5, 2.0  # a config's natural-rate factors stay within the speed range
+EMOTION_STRENGTH_MIN, EMOTION_STRENGTH_MAX = 0.25, 2.0  # a label's calibrated strength, times the request's alpha
 MAX_FILE_BYTES = 16 * 2**20  # per safetensors file; larger modules are sharded
 _HEADER_BYTES_PER_TENSOR = 160  # generous estimate of one tensor's entry in a safetensors JSON header
 _FIX = "copy the complete model directory again, or re-create it with ModelBundle.save"
@@ -86,6 +87,10 @@ class ModelConfig:
     # Natural speaking rate per language (phoneme tag "en", "zh"), multiplying the request's speed: 0.9 speaks that
     # language's phonemes 1/0.9 times as long. Absent languages: 1.0. Empty (the default) writes no key.
     language_rates: dict[str, float] = dataclasses.field(default_factory=dict)
+    # Calibrated strength per emotion label: a label request at emotion_alpha a is conditioned at a × strength (the
+    # prior, the speaker shift and the learned emotion row all scale with it), so alpha 1 is each label's calibrated
+    # default. Absent labels: 1.0. Empty (the default) writes no key.
+    emotion_strength: dict[str, float] = dataclasses.field(default_factory=dict)
     format_version: int = FORMAT_VERSION
 
     # whole-model preset → (acoustic, vocoder, emotion) presets
@@ -112,6 +117,19 @@ class ModelConfig:
             if not LANGUAGE_RATE_MIN <= rate <= LANGUAGE_RATE_MAX:
                 bounds = f"{LANGUAGE_RATE_MIN}-{LANGUAGE_RATE_MAX}"
                 raise ValueError(f"language_rates[{lang!r}] = {rate} is outside {bounds}")
+        for label, strength in self.emotion_strength.items():
+            if label not in EMOTIONS or label == "neutral":
+                labels = ", ".join(EMOTIONS[1:])
+                raise ValueError(f"emotion_strength names {label!r}; use emotion labels other than neutral: {labels}")
+            if isinstance(strength, bool) or not isinstance(strength, int | float):
+                raise ValueError("emotion_strength must map emotion labels to numbers")
+            if not EMOTION_STRENGTH_MIN <= strength <= EMOTION_STRENGTH_MAX:
+                bounds = f"{EMOTION_STRENGTH_MIN}-{EMOTION_STRENGTH_MAX}"
+                raise ValueError(f"emotion_strength[{label!r}] = {strength} is outside {bounds}")
+
+    def label_alpha(self, emotion: str | None, alpha: float) -> float:
+        """The strength a label request at `alpha` is conditioned at: alpha × the label's calibrated strength."""
+        return float(alpha) * self.emotion_strength.get(emotion or "neutral", 1.0)
 
     def chunk_rate(self, phonemes: Sequence[str]) -> float:
         """The natural-rate factor of a chunk (multiplies the request's speed): 1 / the phoneme-count-weighted mean
@@ -148,10 +166,11 @@ class ModelConfig:
         for key in ("acoustic", "vocoder", "emotion"):
             data[key] = data[key].to_dict()
         data["skip_symbols"] = list(self.skip_symbols)
-        if self.language_rates:
-            data["language_rates"] = dict(sorted(self.language_rates.items()))
-        else:  # as the empty priors below: no key, same model_hash as before the field existed
-            del data["language_rates"]
+        for key in ("language_rates", "emotion_strength"):
+            if data[key]:
+                data[key] = dict(sorted(data[key].items()))
+            else:  # as the empty priors below: no key, same model_hash as before the field existed
+                del data[key]
         for key in ("emotion_prosody", "emotion_speaker_shift"):
             value = data[key].to_dict()
             if value:
@@ -168,10 +187,11 @@ class ModelConfig:
         data["emotion"] = EmotionConfig.from_dict(data["emotion"])
         data["emotion_prosody"] = EmotionProsody.from_dict(data.get("emotion_prosody", {}))
         data["emotion_speaker_shift"] = EmotionSpeakerShift.from_dict(data.get("emotion_speaker_shift", {}))
-        rates = data.get("language_rates", {})
-        if not isinstance(rates, dict):
-            raise ModelError(f"{CONFIG_NAME}: language_rates must be an object of language -> rate; {_FIX}")
-        data["language_rates"] = dict(rates)
+        for key, what in (("language_rates", "language -> rate"), ("emotion_strength", "emotion -> strength")):
+            value = data.get(key, {})
+            if not isinstance(value, dict):
+                raise ModelError(f"{CONFIG_NAME}: {key} must be an object of {what}; {_FIX}")
+            data[key] = dict(value)
         try:
             return cls(**data)
         except (TypeError, ValueError) as e:

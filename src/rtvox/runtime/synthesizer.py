@@ -398,7 +398,15 @@ class Synthesizer:
         if request.emotion_ref is not None or not isinstance(self.bundle, ModelBundle):
             return IDENTITY_ROW, 0.0
         prior = self.bundle.config.emotion_prosody
-        return prior.row(request.emotion, request.emotion_alpha), prior.tilt(request.emotion, request.emotion_alpha)
+        alpha = self.emotion_strength(request)
+        return prior.row(request.emotion, alpha), prior.tilt(request.emotion, alpha)
+
+    def emotion_strength(self, request: SynthesisRequest) -> float:
+        """The α a request is conditioned at: a label request's emotion_alpha times the model's calibrated
+        strength for that label (config `emotion_strength`); an emotion clip's α (and the AR family's) as given."""
+        if request.emotion_ref is not None or not isinstance(self.bundle, ModelBundle):
+            return float(request.emotion_alpha)
+        return self.bundle.config.label_alpha(request.emotion, request.emotion_alpha)
 
     def prepares_on_host(self, request: SynthesisRequest) -> bool:
         """Whether `prepare(request, front)` runs no engine and touches no device (conditioning on the CPU, no
@@ -418,15 +426,16 @@ class Synthesizer:
             embedding = np.asarray(request.speaker_embedding, dtype=np.float32)
         else:
             embedding = self.voices.get(request.voice or self.default_voice).embedding
+        strength = self.emotion_strength(request)
         key = None
         if device.type == "cpu" and request.emotion_ref is None:
-            key = (embedding.tobytes(), request.emotion or "neutral", float(request.emotion_alpha))
+            key = (embedding.tobytes(), request.emotion or "neutral", strength)
             cached = self._cond_cache.get(key)
             if cached is not None:
                 return cached  # callers never write into a cond
         if request.emotion_ref is None and isinstance(self.bundle, ModelBundle):  # the shift is part of the key
             shift = self.bundle.config.emotion_speaker_shift
-            embedding = shift.apply(embedding, request.emotion, float(request.emotion_alpha))
+            embedding = shift.apply(embedding, request.emotion, strength)
         speaker = torch.from_numpy(embedding).to(device)[None]
         with torch.inference_mode():
             if request.emotion_ref is not None:
@@ -437,7 +446,7 @@ class Synthesizer:
                     emotion = self._emotion_rows[index][None]
                 else:
                     emotion = self.bundle.emotion_table(torch.tensor([index], device=self.device)).to(device)
-            alpha = torch.tensor([request.emotion_alpha], device=device)
+            alpha = torch.tensor([strength], device=device)
             cond = fuse_condition(speaker, emotion, alpha)
         if key is not None:
             if len(self._cond_cache) >= COND_CACHE_SIZE:

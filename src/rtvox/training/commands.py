@@ -365,6 +365,25 @@ def speaker_shift(
     typer.echo(f"wrote {model / 'config.json'}")
 
 
+def _parse_pairs(items: list[str], low: float, high: float, form: str, example: str) -> dict[str, float]:
+    """KEY=NUMBER arguments (`form` names them, e.g. "LANG=RATE") with every number in [low, high]; a bad one is a
+    usage error naming it."""
+    value_name = form.partition("=")[2]
+    parsed: dict[str, float] = {}
+    for item in items:
+        key, _, value = (part.strip() for part in item.partition("="))
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not key or not low <= number <= high:
+            raise typer.BadParameter(
+                f"{item!r}: give {form} with {value_name} from {low} to {high}, e.g. {example}", param_hint=form + "..."
+            )
+        parsed[key] = number
+    return parsed
+
+
 @train_app.command("language-rate")
 def language_rate(
     model: Annotated[Path, typer.Option("--model", help="model directory whose config.json gets the rates")],
@@ -377,19 +396,7 @@ def language_rate(
     from rtvox.models.bundle import LANGUAGE_RATE_MAX, LANGUAGE_RATE_MIN, ModelConfig
     from rtvox.training.prosody_prior import update_config
 
-    parsed: dict[str, float] = {}
-    for item in rates:
-        lang, _, value = (part.strip() for part in item.partition("="))
-        try:
-            rate = float(value)
-        except ValueError:
-            rate = float("nan")
-        if not lang or not LANGUAGE_RATE_MIN <= rate <= LANGUAGE_RATE_MAX:
-            raise typer.BadParameter(
-                f"{item!r}: give LANG=RATE with RATE from {LANGUAGE_RATE_MIN} to {LANGUAGE_RATE_MAX}, e.g. en=0.9",
-                param_hint="RATES",
-            )
-        parsed[lang] = rate
+    parsed = _parse_pairs(rates, LANGUAGE_RATE_MIN, LANGUAGE_RATE_MAX, "LANG=RATE", "en=0.9")
 
     def change(config: ModelConfig) -> ModelConfig:
         merged = {**config.language_rates, **parsed}
@@ -398,6 +405,39 @@ def language_rate(
     with one_message():
         config = update_config(model, change)
     typer.echo(f"language_rates {config.language_rates}; wrote {model / 'config.json'}")
+
+
+@train_app.command("emotion-strength")
+def emotion_strength(
+    model: Annotated[Path, typer.Option("--model", help="model directory whose config.json gets the strengths")],
+    strengths: Annotated[
+        list[str], typer.Argument(help="EMOTION=STRENGTH pairs, e.g. angry=1.6 (1 removes a label's strength)")
+    ],
+) -> None:
+    """Set each emotion label's calibrated strength in MODEL/config.json ("emotion_strength"): a label request at
+    emotion_alpha a is conditioned at a × strength (prior, speaker shift and emotion row alike), so alpha 1 asks
+    for the calibrated default. Choose strengths on tuning sentences and check them on others
+    (benchmarks/probes/emotion_strength_probe.py)."""
+    import dataclasses
+
+    from rtvox.constants import EMOTIONS
+    from rtvox.models.bundle import EMOTION_STRENGTH_MAX, EMOTION_STRENGTH_MIN, ModelConfig
+    from rtvox.training.prosody_prior import update_config
+
+    parsed = _parse_pairs(strengths, EMOTION_STRENGTH_MIN, EMOTION_STRENGTH_MAX, "EMOTION=STRENGTH", "angry=1.6")
+    for label in parsed:
+        if label not in EMOTIONS[1:]:
+            raise typer.BadParameter(
+                f"unknown emotion {label!r}; use one of: {', '.join(EMOTIONS[1:])}", param_hint="EMOTION=STRENGTH..."
+            )
+
+    def change(config: ModelConfig) -> ModelConfig:
+        merged = {**config.emotion_strength, **parsed}
+        return dataclasses.replace(config, emotion_strength={k: v for k, v in merged.items() if v != 1.0})
+
+    with one_message():
+        config = update_config(model, change)
+    typer.echo(f"emotion_strength {config.emotion_strength}; wrote {model / 'config.json'}")
 
 
 @train_app.command("export-ar")
