@@ -68,7 +68,10 @@ class TTSRequest(BaseModel):
         default=None, description="Base64 of a 3–30 s audio file whose emotion to imitate"
     )
     emotion_alpha: float | None = Field(
-        default=None, ge=0.0, le=EMOTION_ALPHA_MAX, description="Emotion strength (default 1, or from instructions)"
+        default=None,
+        ge=0.0,
+        le=EMOTION_ALPHA_MAX,
+        description="Emotion strength (default 1: the model's calibrated default for the label; or from instructions)",
     )
     instructions: str | None = Field(
         default=None, max_length=MAX_INSTRUCTIONS_CHARS, description="Free-text style used when no emotion is given"
