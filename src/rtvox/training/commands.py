@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -384,6 +384,23 @@ def _parse_pairs(items: list[str], low: float, high: float, form: str, example: 
     return parsed
 
 
+def _merge_into_config(model: Path, field: str, parsed: dict[str, float]) -> None:
+    """Merge KEY=NUMBER pairs into MODEL/config.json's `field` map (a 1.0 removes its key) and say what it holds."""
+    import dataclasses
+
+    from rtvox.models.bundle import ModelConfig
+    from rtvox.training.prosody_prior import update_config
+
+    def change(config: ModelConfig) -> ModelConfig:
+        merged = {**getattr(config, field), **parsed}
+        changes: dict[str, Any] = {field: {k: v for k, v in merged.items() if v != 1.0}}
+        return dataclasses.replace(config, **changes)
+
+    with one_message():
+        config = update_config(model, change)
+    typer.echo(f"{field} {getattr(config, field)}; wrote {model / 'config.json'}")
+
+
 @train_app.command("language-rate")
 def language_rate(
     model: Annotated[Path, typer.Option("--model", help="model directory whose config.json gets the rates")],
@@ -391,20 +408,11 @@ def language_rate(
 ) -> None:
     """Set the natural speaking rate per language in MODEL/config.json ("language_rates"): a chunk's speed is the
     request's times its languages' rates (phoneme-weighted), so en=0.9 speaks English phonemes 1/0.9 as long."""
-    import dataclasses
+    from rtvox.models.bundle import LANGUAGE_RATE_MAX, LANGUAGE_RATE_MIN
 
-    from rtvox.models.bundle import LANGUAGE_RATE_MAX, LANGUAGE_RATE_MIN, ModelConfig
-    from rtvox.training.prosody_prior import update_config
-
-    parsed = _parse_pairs(rates, LANGUAGE_RATE_MIN, LANGUAGE_RATE_MAX, "LANG=RATE", "en=0.9")
-
-    def change(config: ModelConfig) -> ModelConfig:
-        merged = {**config.language_rates, **parsed}
-        return dataclasses.replace(config, language_rates={k: v for k, v in merged.items() if v != 1.0})
-
-    with one_message():
-        config = update_config(model, change)
-    typer.echo(f"language_rates {config.language_rates}; wrote {model / 'config.json'}")
+    _merge_into_config(
+        model, "language_rates", _parse_pairs(rates, LANGUAGE_RATE_MIN, LANGUAGE_RATE_MAX, "LANG=RATE", "en=0.9")
+    )
 
 
 @train_app.command("emotion-strength")
@@ -418,11 +426,8 @@ def emotion_strength(
     emotion_alpha a is conditioned at a × strength (prior, speaker shift and emotion row alike), so alpha 1 asks
     for the calibrated default. Choose strengths on tuning sentences and check them on others
     (benchmarks/probes/emotion_strength_probe.py)."""
-    import dataclasses
-
     from rtvox.constants import EMOTIONS
-    from rtvox.models.bundle import EMOTION_STRENGTH_MAX, EMOTION_STRENGTH_MIN, ModelConfig
-    from rtvox.training.prosody_prior import update_config
+    from rtvox.models.bundle import EMOTION_STRENGTH_MAX, EMOTION_STRENGTH_MIN
 
     parsed = _parse_pairs(strengths, EMOTION_STRENGTH_MIN, EMOTION_STRENGTH_MAX, "EMOTION=STRENGTH", "angry=1.6")
     for label in parsed:
@@ -430,14 +435,7 @@ def emotion_strength(
             raise typer.BadParameter(
                 f"unknown emotion {label!r}; use one of: {', '.join(EMOTIONS[1:])}", param_hint="EMOTION=STRENGTH..."
             )
-
-    def change(config: ModelConfig) -> ModelConfig:
-        merged = {**config.emotion_strength, **parsed}
-        return dataclasses.replace(config, emotion_strength={k: v for k, v in merged.items() if v != 1.0})
-
-    with one_message():
-        config = update_config(model, change)
-    typer.echo(f"emotion_strength {config.emotion_strength}; wrote {model / 'config.json'}")
+    _merge_into_config(model, "emotion_strength", parsed)
 
 
 @train_app.command("export-ar")
