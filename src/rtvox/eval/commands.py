@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from rtvox.cli_errors import check_output_path, one_message
-from rtvox.constants import DEFAULT_MODEL
+from rtvox.constants import DEFAULT_MODEL, EVAL_EMOTION_SENTENCES
 from rtvox.errors import InputError
 
 
@@ -32,7 +32,7 @@ def eval_command(
     emotion: Annotated[bool, typer.Option("--emotion", help="Emotion accuracy with the held-out judge")] = False,
     emotion_sentences: Annotated[
         int, typer.Option(min=1, help="Sentences per language for --emotion (per voice, per emotion)")
-    ] = 6,
+    ] = EVAL_EMOTION_SENTENCES,
     duration: Annotated[bool, typer.Option("--duration", help="Exact-duration error, 0.7x-1.4x")] = False,
     voice: Annotated[str | None, typer.Option(help="Voice for intelligibility (default: the model's)")] = None,
     audio_dir: Annotated[

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rtvox.constants import SAMPLE_RATE
+from rtvox.constants import EVAL_EMOTION_SENTENCES, SAMPLE_RATE
 from rtvox.eval.asr import WhisperJudge
 from rtvox.eval.intelligibility import Renderer, SentenceSet, audio_dir_renderer, evaluate_set
 from rtvox.eval.report import markdown_report
 
-EMOTION_SENTENCES = 6  # per language (en, zh), per voice: the default of EvalOptions.emotion_sentences
+EMOTION_SENTENCES = EVAL_EMOTION_SENTENCES  # per language (en, zh), per voice: EvalOptions.emotion_sentences' default
 EMOTION_VOICES = 2  # the default voice and the first built-in of the other gender
 CLONE_SENTENCES = 3  # per language (en, zh), per reference
 DURATION_SENTENCES = 3  # per language (en, zh)
