@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from rtvox.models.codec import pointer_track, split_tokens
 from rtvox.models.layers import config_from_dict, config_to_dict
 
 
@@ -254,9 +255,9 @@ class ARDecoder(nn.Module):
 
     def token_pointers(self, codes: Tensor, phonemes: Tensor, ph_len: Tensor) -> Tensor:
         """Pointer inputs Long[B, M, 3] of a whole token sequence (each token's pointer after it is produced)."""
-        advances = torch.where(codes < self.config.n_codes, codes % self.config.advances, torch.zeros_like(codes))
-        pointers = advances.cumsum(1)
-        return self.pointer_inputs(phonemes, ph_len, pointers)
+        _, steps = split_tokens(codes, self.config.advances)
+        advances = torch.where(codes < self.config.n_codes, steps, torch.zeros_like(steps))  # eos/bos: no move
+        return self.pointer_inputs(phonemes, ph_len, pointer_track(advances, ph_len))
 
     # ---------------------------------------------------------------- full-sequence forward (training)
     def forward(self, cond: Tensor, count: Tensor, phonemes: Tensor, codes: Tensor, ph_len: Tensor) -> Tensor:
