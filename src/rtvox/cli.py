@@ -39,7 +39,10 @@ LexiconOpt = Annotated[Path | None, typer.Option(help="User lexicon file, TSV or
 def read_text(text: str) -> str:
     """TEXT as given; '-' reads stdin; '@path' reads a UTF-8 file."""
     if text == "-":
-        return sys.stdin.read()
+        try:
+            return sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError("standard input is not UTF-8 text") from None
     if text.startswith("@") and len(text) > 1:
         path = Path(text[1:])
         try:
@@ -59,7 +62,8 @@ def output_format(output: Path, fmt: str | None) -> str:
     name = (fmt or output.suffix.lstrip(".") or "wav").lower()
     if name not in AUDIO_FORMATS:
         raise InputError(f"unsupported audio format {name!r}; use --format {'|'.join(AUDIO_FORMATS)}")
-    check_output_path(output)
+    if str(output) != "-":  # '-': stdout
+        check_output_path(output)
     return name
 
 
@@ -99,7 +103,7 @@ def phonemize(
 @app.command()
 def speak(
     text: TextArg,
-    output: Annotated[Path, typer.Option("-o", "--output", help="Output audio file")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Output audio file; '-' writes to stdout")],
     voice: Annotated[str | None, typer.Option(help="Built-in or cloned voice name")] = None,
     ref: Annotated[Path | None, typer.Option(help="Reference clip (3–30 s) to clone the voice from")] = None,
     emotion: Annotated[str | None, typer.Option(help="neutral, happy, sad, angry, surprised, ...")] = None,
@@ -145,7 +149,8 @@ def speak(
             "energy_scale": energy_scale,
             "max_chars": CLI_MAX_CHARS,
         }
-        if text.startswith("@") and duration is None:
+        to_stdout = str(output) == "-"
+        if text.startswith("@") and duration is None and not to_stdout:
             # A document: large static batches, resumable (finished segments wait in OUTPUT.parts/).
             from rtvox.runtime.offline import speak_file
 
@@ -161,6 +166,13 @@ def speak(
                     tqdm.write(f"warning: not spoken: {warning}", file=sys.stderr)
                 bar.update(1)
         audio = np.concatenate(pieces)
+        if to_stdout:
+            from rtvox.audio import encode_audio
+
+            sys.stdout.buffer.write(encode_audio(audio, SAMPLE_RATE, fmt_name))
+            sys.stdout.buffer.flush()
+            typer.echo(f"wrote {len(audio) / SAMPLE_RATE:.2f} s of {fmt_name} to stdout", err=True)
+            return
         write_audio(output, audio, SAMPLE_RATE, fmt=fmt_name)
         typer.echo(f"wrote {output} ({len(audio) / SAMPLE_RATE:.2f} s)", err=True)
 

@@ -32,6 +32,10 @@ def check_output_path(output: Path, *, make_folder: bool = False) -> None:
     """InputError unless OUTPUT names a file in an existing (with `make_folder`: creatable), writable folder."""
     if output.is_dir():
         raise InputError(f"output {output} is a folder; give a file name", param="output")
+    if output.exists() and not output.is_file():  # a device (/dev/null, /dev/stdout) or a FIFO: written in place
+        if not os.access(output, os.W_OK):
+            raise InputError(f"cannot write {output}: permission denied", param="output")
+        return
     folder = output.parent
     if make_folder and not folder.exists():
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -12,8 +13,17 @@ NEW_FILE_MODE = 0o644
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write `data` to `path` atomically; a replaced file keeps its mode, a new one gets NEW_FILE_MODE."""
-    target = Path(path)
+    """Write `data` to `path` atomically; a replaced file keeps its mode, a new one gets NEW_FILE_MODE. A
+    symbolic link keeps pointing where it did (the file it names is replaced). What is not a regular file — a
+    device such as /dev/null or /dev/stdout's target, a FIFO, a terminal — is written to in place: renaming
+    over it would put a regular file where the device was."""
+    target = Path(os.path.realpath(path))
+    if target.exists() and not stat.S_ISREG(target.stat().st_mode):
+        if target.is_dir():
+            raise IsADirectoryError(f"{path} is a folder")
+        with open(target, "wb") as fh:
+            fh.write(data)
+        return Path(path)
     mode = target.stat().st_mode & 0o777 if target.exists() else NEW_FILE_MODE
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
@@ -26,4 +36,4 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
-    return target
+    return Path(path)

@@ -186,3 +186,26 @@ def test_voices_add_list_rm(tiny_model: Path) -> None:
     for taken in ("alloy", "Anna"):  # OpenAI's names and the built-ins' (any case) stay theirs
         refused = runner.invoke(app, ["voices", "add", taken, str(DATA / "speech_en_female_16k.wav"), *model])
         assert refused.exit_code == 2 and "choose another name" in refused.output
+
+
+def test_speak_to_stdout_and_to_a_device(tiny_model: Path) -> None:
+    """`-o -` writes the encoded audio to stdout (messages stay on stderr); a device such as /dev/null is written
+    in place, never renamed over; standard input that is not UTF-8 is refused by name."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "rtvox", "speak", "Hello.", "-o", "-", "--format", "flac", "--model", str(tiny_model)],
+        capture_output=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    wav, sr = decode_audio(proc.stdout)
+    assert sr == SAMPLE_RATE and wav.size > 0 and b"to stdout" in proc.stderr
+    proc2 = rtvox("speak", "Hello.", "-o", "/dev/null", "--model", str(tiny_model))
+    assert proc2.returncode == 0, proc2.stderr
+    assert Path("/dev/null").is_char_device()
+    bad = subprocess.run(
+        [sys.executable, "-m", "rtvox", "speak", "-", "-o", "/dev/null", "--model", str(tiny_model)],
+        input=b"caf\xe9",
+        capture_output=True,
+        timeout=300,
+    )
+    assert bad.returncode == 2 and b"standard input is not UTF-8 text" in bad.stderr

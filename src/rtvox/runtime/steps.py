@@ -128,6 +128,10 @@ def allocate_frames(natural: list[int], total: int) -> list[int]:
     frames = np.floor(exact).astype(np.int64)
     order = np.argsort(-(exact - frames), kind="stable")
     frames[order[: total - int(frames.sum())]] += 1
+    # a chunk given 0 frames would be read as "no target" (its natural length): one frame each, from the longest
+    while total >= len(frames) and (frames == 0).any():
+        frames[int(np.argmax(frames))] -= 1
+        frames[int(np.argmin(frames))] += 1
     return [int(f) for f in frames]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -283,7 +284,14 @@ class Synthesizer:
                 natural = [len(i) for i in ids]
             else:
                 natural = natural_frames(self.engines, ids, cond, request, prosody, device=self.device, rates=rates)
-            targets = allocate_frames(natural, round(request.duration * FRAMES_PER_SECOND))
+            total = round(request.duration * FRAMES_PER_SECOND)
+            if total < len(ids):  # every chunk needs a frame of its own (0 is "no target": its natural length)
+                raise InputError(
+                    f"duration {request.duration:g} s is too short for this text ({len(ids)} chunks need at least "
+                    f"{math.ceil(len(ids) / FRAMES_PER_SECOND * 100) / 100:g} s); give a longer duration or less text",
+                    param="duration",
+                )
+            targets = allocate_frames(natural, total)
         chunks = tuple(
             PreparedChunk(text=c.text, phonemes=c.phonemes, ids=tuple(i), target_frames=t, positions=pos, rate=r)
             for c, (i, pos), t, r in zip(front.chunks, encoded, targets, rates, strict=True)

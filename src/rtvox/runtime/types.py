@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -68,19 +69,48 @@ class SynthesisRequest:
                 "several requests or use offline mode",
                 param="input",
             )
-        _check_range("speed", self.speed, SPEED_MIN, SPEED_MAX)
-        _check_range("emotion_alpha", self.emotion_alpha, 0.0, EMOTION_ALPHA_MAX)
-        _check_range("pitch_scale", self.pitch_scale, 0.0, 3.0)
-        _check_range("energy_scale", self.energy_scale, 0.0, 3.0)
-        if self.duration is not None:
-            _check_range("duration", self.duration, MIN_TARGET_SECONDS, MAX_TARGET_SECONDS)
+        for name, lo, hi in (
+            ("speed", SPEED_MIN, SPEED_MAX),
+            ("emotion_alpha", 0.0, EMOTION_ALPHA_MAX),
+            ("pitch_scale", 0.0, 3.0),
+            ("energy_scale", 0.0, 3.0),
+            ("duration", MIN_TARGET_SECONDS, MAX_TARGET_SECONDS),
+        ):
+            if name != "duration" or self.duration is not None:
+                object.__setattr__(self, name, _check_range(name, getattr(self, name), lo, hi))
+        if self.voice is not None and not isinstance(self.voice, str):
+            raise InputError(f"voice must be a voice name or clone id (a string), got {self.voice!r}", param="voice")
+        if self.speaker_embedding is not None:
+            object.__setattr__(self, "speaker_embedding", _unit_embedding(self.speaker_embedding))
         if self.emotion is not None and self.emotion not in EMOTIONS:
             raise InputError(f"unknown emotion {self.emotion!r}; use one of: {', '.join(EMOTIONS)}", param="emotion")
 
 
-def _check_range(name: str, value: float, lo: float, hi: float) -> None:
-    if not isinstance(value, int | float) or not math.isfinite(value) or not lo <= value <= hi:
+def _check_range(name: str, value: object, lo: float, hi: float) -> float:
+    """`value` as a float when it is a finite real number (numpy scalars too, not a bool) within [lo, hi]."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool | np.bool_) or not math.isfinite(float(value)):
         raise InputError(f"{name} must be a number from {lo} to {hi}, got {value!r}", param=name)
+    if not lo <= float(value) <= hi:
+        raise InputError(f"{name} must be a number from {lo} to {hi}, got {value!r}", param=name)
+    return float(value)
+
+
+def _unit_embedding(value: object) -> np.ndarray:
+    """A speaker embedding as float32 [SPEAKER_EMBED_DIM] of unit norm (as the GE2E encoder gives them)."""
+    try:
+        emb = np.asarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        emb = np.zeros(0)
+    norm = float(np.linalg.norm(emb)) if emb.size and np.all(np.isfinite(emb)) else 0.0
+    if emb.shape[0] != SPEAKER_EMBED_DIM or not math.isfinite(norm) or norm <= 0.0:
+        raise InputError(
+            f"speaker_embedding must be {SPEAKER_EMBED_DIM} finite numbers, not all zero (a GE2E embedding, e.g. "
+            "from Synthesizer.embed_speaker)",
+            param="speaker_embedding",
+        )
+    if abs(norm - 1.0) < 1e-4:  # already an encoder's output: kept bit for bit (cache keys, equality)
+        return np.asarray(value, dtype=np.float32).reshape(-1)
+    return (emb / norm).astype(np.float32)
 
 
 @dataclass(frozen=True)

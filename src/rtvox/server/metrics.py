@@ -22,6 +22,10 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
+# Methods counted under their own label; anything else a client sends is counted as "other".
+HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
 class Metrics:
     """Owns the registry and the request-level instruments the routes and the middleware update."""
 
@@ -154,7 +158,9 @@ class MetricsMiddleware:
             await self.app(scope, receive, send_wrapper)
         finally:
             route = getattr(scope.get("route") or self._route_of(scope), "path", None) or "unmatched"
-            self.metrics.requests.labels(scope.get("method", ""), route, str(status)).inc()
+            method = scope.get("method", "")  # a client picks any method string: keep the label set bounded
+            method = method if method in HTTP_METHODS else "other"
+            self.metrics.requests.labels(method, route, str(status)).inc()
             self.metrics.request_seconds.labels(route).observe(time.perf_counter() - start)
 
     def _route_of(self, scope: Scope) -> BaseRoute | None:

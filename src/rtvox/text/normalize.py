@@ -90,6 +90,7 @@ ENTITY = re.compile(
             rf"(?P<men>(?P<mev>{_SNUM})\s(?P<mew>{CURRENCY_WORDS_EN_PATTERN})(?![A-Za-z]))",
             rf"(?P<rng>(?P<ra>{_SNUM})(?:(?P<rasp>\s?)(?P<rau>{UNIT_PATTERN}))?{_RANGE_SEP}(?P<rb>{_SNUM})"
             rf"(?:(?P<rbsp>\s?)(?P<rbu>{UNIT_PATTERN})(?![A-Za-z0-9]))?)",
+            r"(?P<mixed>(?<![\d/.,])(?P<xw>\d+) (?P<xn>\d+)/(?P<xd>\d+)(?![\d/]))",
             r"(?P<frac>(?<![\d/])(?P<fn>\d+)/(?P<fd>\d+)(?![\d/]))",
             r"(?P<ord>(?<![\d.])(?P<on>\d+)(?P<osuf>st|nd|rd|th)(?![A-Za-z]))",
             r"(?P<dec>(?<![\d.])(?P<dv>\d{3}0|[2-9]0)'?s(?![A-Za-z]))",
@@ -177,6 +178,8 @@ class Normalizer:
             if re.fullmatch(r"\d{3}-0\d{3}", g(0)):
                 return _phone(g(0), is_zh)  # 555-0123: a local phone number, not a range
             return _range(m, is_zh)
+        if kind == "mixed":
+            return _mixed_number(g("xw"), g("xn"), g("xd"), is_zh)
         if kind == "frac":
             return zh.fraction(g("fn"), g("fd")) if is_zh else en.fraction(g("fn"), g("fd"))
         if kind == "ord":
@@ -431,3 +434,18 @@ def _plain_number(m: re.Match[str], is_zh: bool) -> str:
     if digits_only and not value.startswith("-") and len(bare) == 4 and _is_year(bare):
         return en.year(bare)
     return en.number(value)
+
+
+def _mixed_number(whole: str, numerator: str, denominator: str, is_zh: bool) -> str:
+    """2 1/2 → two and a half, 二又二分之一 (½ after a digit arrives here as "2 1/2"); a fraction that is not
+    proper (2 3/2) is read as a number and a fraction."""
+    if not 0 < int(numerator) < int(denominator):
+        if is_zh:
+            return zh.cardinal(whole) + " " + zh.fraction(numerator, denominator)
+        return en.cardinal(whole) + " " + en.fraction(numerator, denominator)
+    if is_zh:
+        return zh.cardinal(whole) + "又" + zh.fraction(numerator, denominator)
+    part = en.fraction(numerator, denominator)
+    if int(numerator) == 1 and part.startswith("one "):
+        part = "a " + part.removeprefix("one ")
+    return f"{en.cardinal(whole)} and {part}"

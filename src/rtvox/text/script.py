@@ -114,7 +114,12 @@ def clean(text: str) -> str:
         elif category == "Zs":
             out.append(" ")
         else:
-            out.append(unicodedata.normalize("NFKC", ch))
+            folded = unicodedata.normalize("NFKC", ch)
+            if "\u2044" in folded:  # a vulgar fraction (½ → 1⁄2): the normalizer reads "1/2"; "1½" is "1 1/2"
+                folded = folded.replace("\u2044", "/")
+                if out and out[-1].isdigit():
+                    out.append(" ")
+            out.append(folded)
     s = unicodedata.normalize("NFC", "".join(out))
     s = _APOSTROPHE.sub("'", s)
     s = _ELLIPSIS.sub("…", s)

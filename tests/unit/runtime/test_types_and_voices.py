@@ -10,7 +10,7 @@ import pytest
 
 from rtvox.constants import MAX_INPUT_CHARS, SPEAKER_EMBED_DIM
 from rtvox.errors import InputError, TextError, VoiceNotFoundError
-from rtvox.runtime.synthesizer import allocate_frames
+from rtvox.runtime.synthesizer import Synthesizer, allocate_frames
 from rtvox.runtime.types import SynthesisRequest, Voice
 from rtvox.runtime.voices import VoiceStore, validate_voice_name
 
@@ -30,12 +30,33 @@ def _unit(seed: int) -> np.ndarray:
         ("duration", 1e9, "duration"),
         ("emotion", "bored", "unknown emotion 'bored'; use one of: neutral, happy"),
         ("pitch_scale", "high", "pitch_scale"),
+        ("speed", True, "speed"),  # a bool is not a rate
+        ("duration", True, "duration"),
+        ("voice", 5, "voice must be a voice name"),
+        ("speaker_embedding", np.zeros(10), "speaker_embedding must be 256 finite numbers"),
+        ("speaker_embedding", np.full(256, np.nan), "speaker_embedding"),
+        ("speaker_embedding", np.full(256, np.inf), "speaker_embedding"),
+        ("speaker_embedding", np.zeros(256), "not all zero"),
+        ("speaker_embedding", "abc", "speaker_embedding"),
     ],
 )
 def test_request_rejects_bad_settings(field: str, value: object, needle: str) -> None:
     with pytest.raises(InputError, match=needle.replace("(", r"\(").replace(".", r"\.")) as info:
         SynthesisRequest(text="hi", **{field: value})  # type: ignore[arg-type]
     assert info.value.param == field
+
+
+def test_request_takes_numpy_numbers_and_scales_embeddings_to_unit_norm() -> None:
+    request = SynthesisRequest(
+        text="hi", speed=np.float32(1.25), duration=np.int64(3), speaker_embedding=np.ones((1, 256))
+    )
+    assert request.speed == 1.25 and type(request.speed) is float and request.duration == 3.0
+    assert request.speaker_embedding is not None and request.speaker_embedding.shape == (256,)
+    assert abs(float(np.linalg.norm(request.speaker_embedding)) - 1.0) < 1e-6
+    unit = np.random.default_rng(0).standard_normal(256).astype(np.float32)
+    unit /= np.linalg.norm(unit)
+    kept = SynthesisRequest(text="hi", speaker_embedding=unit).speaker_embedding
+    assert kept is not None and kept.tobytes() == unit.tobytes()  # an encoder's output stays bit for bit
 
 
 def test_request_rejects_text_over_limit_and_names_it() -> None:
@@ -98,6 +119,23 @@ def test_allocate_frames_is_exact_and_proportional(natural: list[int], total: in
     if sum(natural) > 0:
         expected = np.asarray(natural) / sum(natural) * total
         assert np.all(np.abs(np.asarray(frames) - expected) < 1.0)
+
+
+def test_allocate_frames_gives_every_chunk_a_frame_when_it_can() -> None:
+    # 0 frames would mean "no target" (a chunk's natural length): the exact total would be missed
+    assert allocate_frames([174, 2, 2, 2, 1], 6) == [2, 1, 1, 1, 1]
+    assert allocate_frames([500, 1, 1], 3) == [1, 1, 1]
+
+
+def test_too_short_a_duration_is_refused_by_name(rsynth: Synthesizer) -> None:
+    text = "This is a long passage of text. " * 200  # ~40 chunks
+    with pytest.raises(InputError, match=r"duration 0.2 s is too short for this text") as info:
+        rsynth.prepare(SynthesisRequest(text=text, duration=0.2, max_chars=len(text)))
+    assert info.value.param == "duration"
+    # fewer chunks than frames: exact, every chunk with a target of its own
+    prepared = rsynth.prepare(SynthesisRequest(text=text[:1600], duration=0.2))
+    assert len(prepared.chunks) > 1 and min(c.target_frames for c in prepared.chunks) >= 1
+    assert sum(c.target_frames for c in prepared.chunks) == 19
 
 
 def test_voice_store_finds_a_clone_by_its_upload_label_and_keeps_reserved_names(tmp_path: Path) -> None:

@@ -73,6 +73,10 @@ def test_health_ready_metrics(client: TestClient) -> None:
     text = client.get("/metrics").text
     assert 'rtvox_http_requests_total{method="POST",route="/v1/audio/speech",status="200"} 1.0' in text
     assert 'rtvox_http_requests_total{method="POST",route="/v1/audio/speech",status="400"} 1.0' in text
+    for odd in ("FOO123", "BAR456"):  # methods a client makes up share one label: the series stay bounded
+        assert client.request(odd, "/health").status_code == 405
+    text = client.get("/metrics").text
+    assert "FOO123" not in text and 'method="other",route="/health",status="405"} 2.0' in text
     for name in (
         "rtvox_time_to_first_audio_seconds_bucket",
         "rtvox_synthesis_duration_seconds_bucket",

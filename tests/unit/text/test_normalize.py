@@ -26,6 +26,7 @@ ZH_CASES = [
     ("下降了3.5%", "下降了百分之三点五"),
     ("占3/4", "占四分之三"),
     ("二分之一是1/2", "二分之一是二分之一"),
+    ("吃了½个，还有1½个", "吃了二分之一个，还有一又二分之一个"),  # vulgar fractions, a mixed number
     ("他是第3名", "他是第三名"),
     # years and dates
     ("2024年", "二零二四年"),
@@ -124,6 +125,8 @@ EN_CASES = [
     ("It takes 3-5 days", "It takes three to five days"),
     ("add 1/2 cup", "add one half cup"),
     ("drink 3/4 of it", "drink three quarters of it"),
+    ("It is ½ done, 1½ cups, 3 1/2 miles", "It is one half done, one and a half cups, three and a half miles"),
+    ("2 3/4 inches, ¾ of 10", "two and three quarters inches, three quarters of ten"),
     ("Dr. Smith is here", "Doctor Smith is here"),
     ("Mr. and Mrs. Jones", "Mister and Missus Jones"),
     ("Ms. Lee met Prof. Brown", "Miz Lee met Professor Brown"),
