@@ -38,7 +38,7 @@ class VoiceRef(BaseModel):
 class SpeechRequest(BaseModel):
     """POST /v1/audio/speech, as OpenAI's API."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)  # NaN/Infinity: "should be a finite number"
     model: str = Field(max_length=128, description="tts-1, tts-1-hd, gpt-4o-mini-tts or the loaded rtvox model")
     input: str = Field(min_length=1, max_length=MAX_INPUT_CHARS, description="Text to speak (zh, en or mixed)")
     voice: str | VoiceRef = Field(
@@ -57,9 +57,11 @@ class SpeechRequest(BaseModel):
 class TTSRequest(BaseModel):
     """POST /v1/tts, the native endpoint with every control the model has."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     text: str = Field(min_length=1, max_length=MAX_INPUT_CHARS)
-    voice: str | None = Field(default=None, max_length=64, description="Built-in, OpenAI name or cloned voice id")
+    voice: str | None = Field(
+        default=None, max_length=MAX_NAME_CHARS, description="Built-in, OpenAI name, cloned voice id or its label"
+    )
     speaker_reference: str | None = Field(
         default=None, description="Base64 of a 3–30 s audio file to clone the voice from (instead of `voice`)"
     )

@@ -95,8 +95,6 @@ class VoiceRegistry:
             return name
         if self.store.labelled(name):  # the name given at upload, as the voice list shows it
             return self.store.get(name).name  # the one clone of that label (several: an error naming their ids)
-        if not is_id:
-            validate_voice_name(name)  # raises: what an id may look like
         builtins = ", ".join(self.store.builtin_names)
         raise VoiceNotFoundError(
             f"unknown voice {name!r}; use a built-in ({builtins}), an OpenAI voice name "

@@ -268,3 +268,17 @@ def test_text_left_unspoken_is_named_in_a_header(client: TestClient) -> None:
     document = tts(client, text="Hello there, こんにちは.", stream_format="json")
     assert document.json()["warnings"] == warnings
     assert "warnings" not in tts(client, stream_format="json").json()
+
+
+def test_non_finite_numbers_and_unknown_voice_labels_get_errors_that_say_so(client: TestClient) -> None:
+    for raw in (
+        '{"model": "tts-1", "input": "hi", "voice": "alloy", "speed": NaN}',
+        '{"text": "hi", "speed": Infinity}',
+    ):
+        url = "/v1/audio/speech" if '"model"' in raw else "/v1/tts"
+        response = client.post(url, content=raw, headers={"content-type": "application/json"})
+        error = assert_openai_error(response, 400, "speed")
+        assert "finite" in str(error["message"])
+    for name in ("Zoé", "my voice", "../etc"):  # labels a clone may carry: unknown, not "invalid"
+        error = assert_openai_error(speech(client, voice=name), 400, "voice")
+        assert error["code"] == "voice_not_found" and "unknown voice" in str(error["message"])
