@@ -171,13 +171,14 @@ class Synthesizer:
         embedding = self.embed_speaker(reference)
         return self.voices.add(Voice(name=name, embedding=embedding, description=description, builtin=False))
 
-    def embed_speaker(self, reference: AudioSource) -> np.ndarray:
-        """GE2E embedding of a reference clip, cached by a hash of the clip's bytes."""
+    def embed_speaker(self, reference: AudioSource, *, param: str = "reference_audio") -> np.ndarray:
+        """GE2E embedding of a reference clip, cached by a hash of the clip's bytes; a bad clip raises
+        AudioInputError naming `param` (the request field it came in)."""
         data = self._reference_bytes(reference)
         return self.embedding_cache.get_or_compute(
             SPEAKER_CACHE_NS,
             data,
-            lambda: self.speaker_encoder.embed_utterance(prepare_reference(data, sr=SPEAKER_SAMPLE_RATE)),
+            lambda: self.speaker_encoder.embed_utterance(prepare_reference(data, sr=SPEAKER_SAMPLE_RATE, param=param)),
         )
 
     def embed_emotion(self, reference: np.ndarray) -> np.ndarray:

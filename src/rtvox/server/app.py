@@ -90,12 +90,18 @@ def _add_operator_routes(app: FastAPI) -> None:
     async def index() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
 
-    @app.get("/health", summary="Liveness: the process answers")
+    # HEAD too: load balancers and uptime probes often check with it
+    @app.api_route("/health", methods=["GET", "HEAD"], summary="Liveness: the process answers")
     async def health(request: Request) -> dict[str, Any]:
         state = get_state(request)
         return {"status": "ok", "service": state.service.health()}
 
-    @app.get("/ready", summary="Readiness: engines loaded and warm", responses={503: {"description": "Not ready"}})
+    @app.api_route(
+        "/ready",
+        methods=["GET", "HEAD"],
+        summary="Readiness: engines loaded and warm",
+        responses={503: {"description": "Not ready"}},
+    )
     async def ready(request: Request) -> JSONResponse:
         state = get_state(request)
         if state.started and state.service.ready:

@@ -7,6 +7,7 @@ Redis URL the clone table is also shared: a clone made on one server is found by
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import secrets
@@ -135,7 +136,9 @@ class VoiceRegistry:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rtvox-voices")
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._worker, self.synth.embed_speaker, clip)
+            return await loop.run_in_executor(
+                self._worker, functools.partial(self.synth.embed_speaker, clip, param=param)
+            )
         except AudioInputError as exc:
             raise AudioInputError(str(exc), param=param) from None
 

@@ -68,6 +68,7 @@ def test_cors(fake_service: FakeService) -> None:
 def test_health_ready_metrics(client: TestClient) -> None:
     assert client.get("/health").json()["status"] == "ok"
     assert client.get("/ready").json()["ready"] is True
+    assert client.head("/health").status_code == client.head("/ready").status_code == 200  # probes that use HEAD
     speech(client)
     speech(client, voice="nobody")
     text = client.get("/metrics").text

@@ -66,7 +66,8 @@ def test_builtin_cannot_be_deleted(client: TestClient) -> None:
 
 
 def test_bad_uploads(client: TestClient) -> None:
-    assert_openai_error(upload(client, clip=b"not audio at all" * 100), 400, "audio_sample")
+    error = assert_openai_error(upload(client, clip=b"not audio at all" * 100), 400, "audio_sample")
+    assert "reference_audio" not in str(error["message"])  # the message names the field the clip came in
     assert_openai_error(upload(client, clip=CLIP[: 44 + 16000]), 400, "audio_sample")  # 0.5 s
     assert_openai_error(upload(client, media="text/plain"), 415, "audio_sample")
     assert_openai_error(upload(client, name="   "), 400, "name")
