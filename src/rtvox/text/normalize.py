@@ -70,6 +70,9 @@ ENTITY = re.compile(
             r"(?P<date>(?<!\d)(?P<dy>\d{4})(?P<dsep>[-/.])(?P<dm>0?[1-9]|1[0-2])(?P=dsep)"
             r"(?P<dd>[12]\d|3[01]|0?[1-9])(?![\d.]\d))",
             r"(?P<mdy>(?<!\d)(?P<um>0?[1-9]|1[0-2])/(?P<ud>[12]\d|3[01]|0?[1-9])/(?P<uy>\d{4})(?!\d))",
+            # day first: 31/12/2024 (a first number past 12 cannot be a month), 5.3.2024 (dots: the European order)
+            r"(?P<dmy>(?<![\d.])(?:(?P<ed>1[3-9]|2\d|3[01])/(?P<em>0?[1-9]|1[0-2])/"
+            r"|(?P<pd>[12]\d|3[01]|0?[1-9])\.(?P<pm>0?[1-9]|1[0-2])\.)(?P<ey>\d{4})(?![\d.]\d))",
             rf"(?P<mdate>\b(?P<mon>{_MONTHS})\.?\s(?P<mday>[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?(?![\d:A-Za-z]))",
             r"(?P<dotted>(?<![\d.])\d+(?:\.\d+){2,}(?![\d.]))",
             r"(?P<trng>(?<![\d:.])(?P<t1h>[01]?\d|2[0-4]):(?P<t1m>[0-5]\d)"
@@ -117,12 +120,14 @@ class Normalizer:
         offset = len(left)
         spans = [(m.start() + offset, m.end() + offset) for m in ENTITY.finditer(text)]
         context = LanguageContext(left + text + right, skip=spans)
+        # With no words at all, one language for the whole text: English if any entity is English on its own
+        # evidence ("31/12/2024", "$3.50 and ¥100" must not switch language from number to number).
+        wordless = "" if context.has_words else context.default
+        if wordless and any(_english_by_itself(m) for m in ENTITY.finditer(text)):
+            wordless = "en"
 
         def replace(match: re.Match[str]) -> str:
-            if context.has_words:
-                lang = context.lang(match.start() + offset, match.end() + offset)
-            else:
-                lang = "en" if _english_by_itself(match) else context.default
+            lang = wordless or context.lang(match.start() + offset, match.end() + offset)
             words = self._read(match, lang)
             return _spaced(match, words, lang)
 
@@ -141,6 +146,8 @@ class Normalizer:
             return _date(g("dy"), g("dm"), g("dd"), is_zh)
         if kind == "mdy":
             return _date(g("uy"), g("um"), g("ud"), is_zh)
+        if kind == "dmy":
+            return _date(g("ey"), g("em") or g("pm"), g("ed") or g("pd"), is_zh)
         if kind == "mdate":
             month = next(name for name in MONTH_NAMES if name.startswith(g("mon")[:3]))
             if is_zh:

@@ -27,6 +27,8 @@ ZH_CASES = [
     ("占3/4", "占四分之三"),
     ("二分之一是1/2", "二分之一是二分之一"),
     ("吃了½个，还有1½个", "吃了二分之一个，还有一又二分之一个"),  # vulgar fractions, a mixed number
+    ("会议在31/12/2024举行", "会议在二零二四年十二月三十一日举行"),  # day first when it cannot be a month
+    ("5.3.2024", "二零二四年三月五日"),  # dots: day, month, year
     ("他是第3名", "他是第三名"),
     # years and dates
     ("2024年", "二零二四年"),
@@ -127,6 +129,9 @@ EN_CASES = [
     ("drink 3/4 of it", "drink three quarters of it"),
     ("It is ½ done, 1½ cups, 3 1/2 miles", "It is one half done, one and a half cups, three and a half miles"),
     ("2 3/4 inches, ¾ of 10", "two and three quarters inches, three quarters of ten"),
+    ("On 31/12/2024 we met", "On December thirty-first, twenty twenty-four we met"),
+    # no words at all: one language for the whole text, English on the evidence of "$"
+    ("¥100, $3.50, 3.14", "one hundred yuan, three dollars fifty cents, three point one four"),
     ("Dr. Smith is here", "Doctor Smith is here"),
     ("Mr. and Mrs. Jones", "Mister and Missus Jones"),
     ("Ms. Lee met Prof. Brown", "Miz Lee met Professor Brown"),
