@@ -411,7 +411,7 @@ def test_graphs_backend_and_frontend_processes_serve_like_the_synthesizer(
         for round_ in range(2):
             if round_ == 1:  # the pipeline fails once: that step goes to the CPU fallback
                 assert synth.pipeline is not None
-                synth.pipeline.run_rows = fail_once(synth.pipeline.run_rows)  # type: ignore[method-assign]
+                synth.pipeline.launch_rows = fail_once(synth.pipeline.launch_rows)  # type: ignore[method-assign]
             results = await asyncio.gather(*(service.synthesize(r) for r in requests))
             for request, result in zip(requests, results, strict=True):
                 want = reference.synthesize(request.text, voice=request.voice)

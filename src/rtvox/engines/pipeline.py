@@ -30,13 +30,15 @@ grid up front).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from rtvox.constants import HOP_LENGTH
@@ -73,12 +75,114 @@ class _Captured:
         return self.out
 
 
-class _EncodeSlot:
-    """Static inputs and the captured encode program of one (batch, phoneme) bucket."""
+# Inputs of a (batch, phoneme) bucket, in PipelineInputs' order, then each row's spectral tilt [batch] (read by
+# the decode programs): the first two are padded along the phoneme axis with zeros; past the batch's own rows every
+# input repeats its first row (a valid request).
+_SEQUENCE_INPUTS = 2
+_ALIGN = 64  # bytes: every input starts on an aligned offset of the staging block
 
-    def __init__(self, inputs: list[Tensor], program: _Captured) -> None:
-        self.inputs = inputs
+
+class _Staging:
+    """A bucket's inputs as one block of bytes: a host block (pinned on a GPU) and its device twin, whose slices
+    are the programs' static inputs. A step writes the host block with numpy and moves it with one copy.
+
+    Why not a torch call per input: on a serving thread every torch call hands the GIL over (PyTorch releases it
+    around each op), and while the event loop is busy each handover costs ~0.1–0.5 ms, so a step's host time grew
+    with its number of torch calls (benchmarks: launch phases 4–6x longer in the service's process than in an
+    engine process of their own). Reuse is safe: a step reads its frame counts (a sync after the encode program,
+    which is queued after this copy) before it returns, so the next write finds the last copy done."""
+
+    def __init__(self, examples: Sequence[np.ndarray], batch: int, phonemes: int, device: torch.device) -> None:
+        shapes = []
+        for i, a in enumerate(examples):
+            shape = (batch, phonemes) if i < _SEQUENCE_INPUTS else (batch, *a.shape[1:])
+            shapes.append((shape, torch.from_numpy(np.zeros(0, a.dtype)).dtype))
+        offsets, total = [], 0
+        for shape, dtype in shapes:
+            offsets.append(total)
+            nbytes = int(np.prod(shape)) * torch.empty(0, dtype=dtype).element_size()
+            total += -(-nbytes // _ALIGN) * _ALIGN
+        on_gpu = device.type == "cuda"
+        self.host = torch.zeros(max(total, _ALIGN), dtype=torch.uint8, pin_memory=on_gpu)
+        self.block = torch.zeros_like(self.host, device=device) if on_gpu else self.host
+
+        def view(block: Tensor, i: int) -> Tensor:
+            shape, dtype = shapes[i]
+            size = int(np.prod(shape)) * torch.empty(0, dtype=dtype).element_size()
+            return block[offsets[i] : offsets[i] + size].view(dtype).view(shape)
+
+        self.host_arrays = [view(self.host, i).numpy() for i in range(len(shapes))]
+        self.inputs = [view(self.block, i) for i in range(len(shapes))]
+
+    def write(self, arrays: Sequence[np.ndarray]) -> None:
+        """Fill the host block with one batch (numpy only) and queue its copy to the device."""
+        for i, (dst, src) in enumerate(zip(self.host_arrays, arrays, strict=True)):
+            rows = src.shape[0]
+            if i < _SEQUENCE_INPUTS:
+                n = src.shape[1]
+                dst[:rows, :n] = src
+                dst[:rows, n:] = 0
+            else:
+                dst[:rows] = src
+            dst[rows:] = dst[:1]
+        if self.block is not self.host:
+            self.block.copy_(self.host, non_blocking=True)
+
+
+class _HostBlocks:
+    """Pinned host blocks for the steps' audio, reused once nothing refers to them any more.
+
+    A step's rows leave as numpy views of one block (no host copy), and the chunks carrying them live until the
+    clients have them; a fresh pinned allocation per step (the caching host allocator's blocks of ~30 MB, several
+    alive at once) cost the serving thread milliseconds. Each block is kept as a tensor (the copy's target) and one
+    numpy array over it, of which every view a step hands out is a view, so the array's reference count says
+    whether a block is free. Reuse is ordered: a block's last copy was waited for (or, for a step that failed
+    before its wait, is queued ahead of the next copy on the same stream)."""
+
+    def __init__(self, pin: bool = True, max_blocks: int = 8) -> None:
+        self.blocks: list[tuple[Tensor, np.ndarray]] = []
+        self.pin = pin
+        self.max_blocks = max_blocks  # page-locked memory is scarce: past this, steps copy their rows out
+
+    def take(self, n: int) -> tuple[Tensor, np.ndarray, bool]:
+        """A free block of at least `n` float32 values as (tensor, its numpy array, pooled); a new one, of n
+        rounded up to 4 MiB, when none is free. With `max_blocks` in use (a caller holding on to many steps'
+        chunks, e.g. a whole book in memory) the block is a one-off (pooled False): copy the rows out of it."""
+        for i, block in enumerate(self.blocks):
+            # references to the array: the pool's tuple, getrefcount's argument
+            if sys.getrefcount(block[1]) <= 2:
+                if block[0].numel() >= n:
+                    return (*block, True)
+                if len(self.blocks) >= self.max_blocks:  # too small and the pool is full: make it bigger
+                    del self.blocks[i]
+                    break
+        size = -(-n // (1 << 20)) * (1 << 20)
+        tensor = torch.empty(size, dtype=torch.float32, pin_memory=self.pin)
+        if len(self.blocks) >= self.max_blocks:
+            return tensor, tensor.numpy(), False
+        self.blocks.append((tensor, tensor.numpy()))
+        return (*self.blocks[-1], True)
+
+
+class _EncodeSlot:
+    """Staged static inputs and the captured encode program of one (batch, phoneme) bucket."""
+
+    def __init__(self, staging: _Staging, program: _Captured) -> None:
+        self.staging = staging
         self.program = program
+
+    @property
+    def tilt(self) -> Tensor:
+        """The rows' spectral tilt [batch] on the device (staged beside the encode inputs)."""
+        return self.staging.inputs[-1]
+
+
+class _Encoded:
+    """One batch after its encode program: encoder outputs (out of the graph pool), every row's frame count
+    (read on the host), and the bucket it ran in."""
+
+    def __init__(self, slot: _EncodeSlot, hidden: Tensor, durations: Tensor, lengths: list[int], rows: int) -> None:
+        self.slot, self.hidden, self.durations, self.lengths, self.rows = slot, hidden, durations, lengths, rows
 
 
 class _DecodeSlot:
@@ -109,6 +213,7 @@ class DeviceSpans:
         self.decode_s = 0.0
         self.host: dict[str, float] = {}  # host seconds per phase of the steps (`host_phase`), summed
         self._pending: list[tuple[Any, Any, Any, Any]] = []
+        self.pending_step: tuple[Any, Any] = (None, None)  # the running step's (start, encoded) events
 
     def mark(self) -> Any:
         """An event recorded now on the current stream."""
@@ -134,8 +239,9 @@ class DeviceSpans:
 
     def host_phase(self, name: str, seconds: float) -> None:
         """Add host (wall) time of one phase of a step: prep, launch_encode (of which
-        launch_encode_copies: the inputs' copies before the encode program's replay), wait_encode, launch_decode,
-        d2h, chunks — where the engine thread's time goes beside the device spans."""
+        launch_encode_copies: the inputs' staging before the encode program's replay), wait_encode, launch_decode,
+        launch_alloc (the packed device block), launch_tail (durations, the host block, its copy, the event), d2h,
+        chunks — where the engine thread's time goes beside the device spans."""
         key = f"host_{name}_s"
         self.host[key] = self.host.get(key, 0.0) + seconds
 
@@ -187,9 +293,12 @@ class PipelineEngine:
         dtype: torch.dtype = torch.bfloat16,
         compile_mode: str | None = "default",
         encode_weights_fp16: bool = True,
+        encode_tf32: bool = False,
         group_launch_cost: int = GROUP_LAUNCH_ROW_FRAMES,
     ) -> None:
         self.device = torch.device(device)
+        # the encoder's fp32 matmuls on TF32 tensor cores (GPU): faster, but rounding may move a duration by a frame
+        self.encode_tf32 = encode_tf32
         self.group_launch_cost = group_launch_cost  # plan_decode_groups' price of one more decode program
         self.profile = profile
         self.dtype = dtype
@@ -203,6 +312,9 @@ class PipelineEngine:
         # silence frames a row's bucket must hold past its end (the chunk-end rule every path follows)
         self.end_frames = end_silence_frames(bundle.config.vocoder)
         self._slots: dict[tuple[int, int], _EncodeSlot] = {}
+        self._last_decode_launch = 0.0  # host seconds of the last step's decode launches (spans' phases)
+        # where the steps' audio lands (pinned on a GPU; on a CPU the same path, for the tests, with a plain copy)
+        self._host_blocks = _HostBlocks(pin=self.device.type == "cuda")
         self._decode_slots: dict[tuple[int, int], _DecodeSlot] = {}
         self._pool = torch.cuda.graph_pool_handle() if self.device.type == "cuda" else None
         self.spans: DeviceSpans | None = DeviceSpans() if self.device.type == "cuda" else None
@@ -219,6 +331,7 @@ class PipelineEngine:
         self.info: dict[str, Any] = {
             "compile_mode": compile_mode or "eager",
             "encode_dtype": "float32",
+            "encode_tf32": encode_tf32,
             "encode_weights_fp16_mb": round(saved / 2**20, 1),
             "dtype": str(dtype).removeprefix("torch."),
             "cuda_graphs": self.device.type == "cuda",
@@ -240,15 +353,18 @@ class PipelineEngine:
         return wav.float()
 
     # ------------------------------------------------------------------ buckets
-    def _slot(self, batch: int, phonemes: int, example: tuple[Tensor, ...]) -> _EncodeSlot:
+    def _slot(self, batch: int, phonemes: int, example: Sequence[np.ndarray]) -> _EncodeSlot:
+        """The (batch, phonemes) bucket; a new one is staged with `example` (the encode inputs and the tilt as
+        arrays; any valid batch: the capture runs the program on it) and its program captured."""
         key = (batch, phonemes)
         slot = self._slots.get(key)
         if slot is None:
-            static = [_pad(t, batch, phonemes if i < 2 else None).to(self.device) for i, t in enumerate(example)]
-            static = [t.clone() for t in static]  # buffers of their own, whatever `example` shares
-            with torch.inference_mode():
+            staging = _Staging(example, batch, phonemes, self.device)
+            staging.write(example)
+            static = staging.inputs[:-1]
+            with torch.inference_mode(), _tf32_matmuls(self.encode_tf32):
                 program = _Captured(lambda: self._encode_fn(*static), self.device, self._pool)
-            slot = self._slots[key] = _EncodeSlot(static, program)
+            slot = self._slots[key] = _EncodeSlot(staging, program)
         return slot
 
     def _decode_slot(self, batch: int, phonemes: int, hidden: Tensor, durations: Tensor) -> _DecodeSlot:
@@ -280,10 +396,10 @@ class PipelineEngine:
 
     def warmup(self, example: PipelineInputs) -> None:
         """Capture every (batch, phoneme, frame) bucket of the profile with `example`'s values."""
-        tensors = example.tensors("cpu")
+        arrays = _arrays(example, None)
         for batch in self.profile.batch.buckets:
             for phonemes in self.profile.phonemes.buckets:
-                encode = self._slot(batch, phonemes, tensors)
+                encode = self._slot(batch, phonemes, arrays)
                 with torch.inference_mode():
                     hidden, durations = encode.program.run()
                     slot = self._decode_slot(batch, phonemes, hidden, durations)
@@ -310,64 +426,155 @@ class PipelineEngine:
         device) of a batch; `tilt` [B]: the emotion prior's spectral tilt per row (None: 0). ProfileExceededError
         when the batch has more rows or phonemes than the profile's largest bucket (before any work) or a row more
         frames, with its end silence, than the largest frame bucket (after the encode program)."""
-        tensors = inputs.tensors("cpu")  # padded on the host: one copy per input into its static buffer
-        rows, length = tensors[0].shape
-        batch = self._bucket(self.profile.batch, rows, "batch rows")
-        phonemes = self._bucket(self.profile.phonemes, length, "phonemes")
-        slot = self._slot(batch, phonemes, tensors)
-        spans = self.spans
-        started = spans.mark() if spans is not None else None
-        t0 = time.perf_counter()
         with torch.inference_mode():
-            for i, (dst, src) in enumerate(zip(slot.inputs, tensors, strict=True)):
-                dst.copy_(self._staged(_pad(src, batch, phonemes if i < 2 else None)), non_blocking=True)
-            t_copied = time.perf_counter()
-            # Every program's intermediates share one graph pool, so memory a later-captured program reads or
-            # returns may be scratch of one captured before it: outputs leave the pool before another program runs.
-            hidden, durations = (t.clone() for t in slot.program.run())
-            encoded = spans.mark() if spans is not None else None
-            t1 = time.perf_counter()
-            lengths = [int(n) for n in durations[:rows].sum(1).tolist()]  # the one host read
-            decoding = spans.mark() if spans is not None else None
-            t2 = time.perf_counter()
-            # the frames each row's program must hold: its own, then its end silence (the rest of a bucket is more)
-            needed = [n + self.end_frames for n in lengths]
-            self._bucket(self.profile.frames, max(needed), "frames (with the chunk-end silence)")
-            tilts = torch.zeros(rows) if tilt is None else tilt.float().cpu()
-            out: list[Tensor | None] = [None] * rows
-            groups = plan_decode_groups(needed, self.profile.batch, self.profile.frames, self.group_launch_cost)
-            for group in groups:
-                size = self.profile.batch.bucket(len(group))
-                pick = group + [group[0]] * (size - len(group))  # padding rows repeat a valid one
-                dec = self._decode_slot(size, phonemes, hidden, durations)
-                index = self._staged(torch.tensor(pick)).to(self.device, non_blocking=True)
-                torch.index_select(hidden, 0, index, out=dec.hidden)
-                torch.index_select(durations, 0, index, out=dec.durations)
-                dec.tilt.copy_(self._staged(tilts[pick]), non_blocking=True)
-                wav = self._decoder(dec, self.profile.frames.bucket(needed[group[-1]])).run()
-                sizes = [lengths[row] * HOP_LENGTH for row in group]
+            encoded = self._run_encode(_arrays(inputs, tilt))
+            out: list[Tensor | None] = [None] * encoded.rows
+            for group, wav in self._run_decodes(encoded):
+                sizes = [encoded.lengths[row] * HOP_LENGTH for row in group]
                 packed = torch.cat([wav[j, :n] for j, n in enumerate(sizes)])  # out of the pool, audio only
                 for row, samples in zip(group, packed.split(sizes), strict=True):
                     out[row] = samples
-            if spans is not None:
-                spans.add(started, encoded, decoding, spans.mark())
-                spans.host_phase("launch_encode", t1 - t0)
-                spans.host_phase("launch_encode_copies", t_copied - t0)  # its part before the encode's replay
-                spans.host_phase("wait_encode", t2 - t1)
-                spans.host_phase("launch_decode", time.perf_counter() - t2)
-            return [w for w in out if w is not None], lengths, durations[:rows, :length]
+            length = inputs.phonemes.shape[1]
+            return [w for w in out if w is not None], encoded.lengths, encoded.durations[: encoded.rows, :length]
 
-    def _staged(self, t: Tensor) -> Tensor:
-        """A host tensor bound for the GPU, in pinned memory: a copy from pageable memory first waits for
-        everything queued on the stream (CUDA's rule for pageable host-to-device copies), which would hold the
-        host until the previous step's decode ends; from pinned memory the copy just joins the queue."""
-        return t.pin_memory() if self.device.type == "cuda" else t
+    def launch_rows(self, arrays: Sequence[np.ndarray]) -> Callable[[], tuple[list[np.ndarray], np.ndarray]]:
+        """The serving step: `arrays` = the 8 encode inputs of PipelineInputs' order as numpy arrays (rows × their
+        own phonemes, no padding) and the rows' tilt [B] float32. Stages, encodes, reads the frame counts and
+        queues every decode program with the copy of its rows' audio (and the durations) to host memory, then
+        returns at once; the returned call waits for that copy → (each row's own samples fp32, durations int64
+        [B, N]), numpy views of one host block (any thread may call it). Few torch calls per step (one staging
+        copy, a few per decode group), since each hands the GIL over on a serving thread (see `_Staging`).
+        ProfileExceededError as `run_rows`."""
+        rows, length = arrays[0].shape
+        with torch.inference_mode():
+            encoded = self._run_encode(arrays)
+            lengths = encoded.lengths
+            groups = self._plan(lengths)
+            # one block: each group's rows cut at its longest row, then the durations (as float32: exact), packed
+            # on the device group by group and copied to the host once at the end (a copy between decode programs
+            # would hold the next program until it is done: one stream)
+            spans_of = [len(group) * lengths[group[-1]] * HOP_LENGTH for group in groups]
+            starts = np.cumsum([0, *spans_of])
+            total = int(starts[-1]) + rows * length
+            t0 = time.perf_counter()
+            packed = torch.empty(total, dtype=torch.float32, device=self.device)
+            for k, (group, wav) in enumerate(self._run_decodes(encoded, groups)):
+                width = lengths[group[-1]] * HOP_LENGTH
+                packed[starts[k] : starts[k + 1]].view(len(group), width).copy_(wav[: len(group), :width])
+            t1 = time.perf_counter()
+            packed[int(starts[-1]) :].view(rows, length).copy_(encoded.durations[:rows, :length])
+            block, flat, pooled = self._host_blocks.take(total)
+            on_gpu = self.device.type == "cuda"
+            block[:total].copy_(packed, non_blocking=on_gpu)
+            copied: Any = None
+            if on_gpu:
+                copied = torch.cuda.Event()
+                copied.record()
+            if self.spans is not None:
+                self.spans.host_phase("launch_tail", time.perf_counter() - t1)
+                self.spans.host_phase("launch_alloc", t1 - t0 - self._last_decode_launch)
+
+        def wait() -> tuple[list[np.ndarray], np.ndarray]:
+            if copied is not None:
+                copied.synchronize()
+            out: list[np.ndarray] = [np.empty(0, np.float32)] * rows
+            for k, group in enumerate(groups):
+                width = lengths[group[-1]] * HOP_LENGTH
+                part = flat[starts[k] : starts[k + 1]].reshape(len(group), width)
+                for j, row in enumerate(group):
+                    samples = part[j, : lengths[row] * HOP_LENGTH]
+                    out[row] = samples if pooled else samples.copy()  # a one-off block is not kept alive
+            durations = flat[int(starts[-1]) : total].reshape(rows, length).astype(np.int64)
+            return out, durations
+
+        return wait
+
+    # ------------------------------------------------------------------ the two halves of a step
+    def _run_encode(self, arrays: Sequence[np.ndarray]) -> _Encoded:
+        """Stage a batch, run its encode program, read every row's frame count (the step's one host read)."""
+        rows, length = arrays[0].shape
+        batch = self._bucket(self.profile.batch, rows, "batch rows")
+        phonemes = self._bucket(self.profile.phonemes, length, "phonemes")
+        slot = self._slot(batch, phonemes, arrays)
+        spans = self.spans
+        started = spans.mark() if spans is not None else None
+        t0 = time.perf_counter()
+        slot.staging.write(arrays)
+        t_copied = time.perf_counter()
+        # Every program's intermediates share one graph pool, so memory a later-captured program reads or
+        # returns may be scratch of one captured before it: outputs leave the pool before another program runs.
+        hidden, durations = (t.clone() for t in slot.program.run())
+        encoded = spans.mark() if spans is not None else None
+        t1 = time.perf_counter()
+        lengths = [int(n) for n in durations[:rows].sum(1).tolist()]  # the one host read
+        t2 = time.perf_counter()
+        if spans is not None:
+            spans.pending_step = (started, encoded)
+            spans.host_phase("launch_encode", t1 - t0)
+            spans.host_phase("launch_encode_copies", t_copied - t0)  # its part before the encode's replay
+            spans.host_phase("wait_encode", t2 - t1)
+        # the frames each row's program must hold: its own, then its end silence (the rest of a bucket is more)
+        self._bucket(self.profile.frames, max(lengths) + self.end_frames, "frames (with the chunk-end silence)")
+        return _Encoded(slot, hidden, durations, lengths, rows)
+
+    def _plan(self, lengths: list[int]) -> list[list[int]]:
+        needed = [n + self.end_frames for n in lengths]
+        return plan_decode_groups(needed, self.profile.batch, self.profile.frames, self.group_launch_cost)
+
+    def _run_decodes(
+        self, encoded: _Encoded, groups: list[list[int]] | None = None
+    ) -> Iterator[tuple[list[int], Tensor]]:
+        """Each decode group's rows (shortest first) and its program's audio [bucket rows, samples] — graph-pool
+        memory the next program overwrites: use it before asking for the next group."""
+        groups = self._plan(encoded.lengths) if groups is None else groups
+        spans = self.spans
+        t0 = time.perf_counter()
+        decoding = spans.mark() if spans is not None else None
+        picks = [group + [group[0]] * (self.profile.batch.bucket(len(group)) - len(group)) for group in groups]
+        index = torch.from_numpy(np.concatenate(picks).astype(np.int64))  # every group's rows: one upload
+        if self.device.type == "cuda":
+            index = index.pin_memory().to(self.device, non_blocking=True)
+        phonemes = encoded.hidden.shape[1]
+        start = 0
+        for group, pick in zip(groups, picks, strict=True):
+            rows = index[start : start + len(pick)]
+            start += len(pick)
+            dec = self._decode_slot(len(pick), phonemes, encoded.hidden, encoded.durations)
+            torch.index_select(encoded.hidden, 0, rows, out=dec.hidden)
+            torch.index_select(encoded.durations, 0, rows, out=dec.durations)
+            torch.index_select(encoded.slot.tilt, 0, rows, out=dec.tilt)
+            needed = encoded.lengths[group[-1]] + self.end_frames
+            yield group, self._decoder(dec, self.profile.frames.bucket(needed)).run()
+        if spans is not None:
+            started, enc = spans.pending_step
+            spans.add(started, enc, decoding, spans.mark())
+            self._last_decode_launch = time.perf_counter() - t0
+            spans.host_phase("launch_decode", self._last_decode_launch)  # with the caller's work between groups
 
     @staticmethod
     def _bucket(axis: AxisRange, n: int, name: str) -> int:
         if n > axis.max:
             raise ProfileExceededError(f"{n} {name} exceed the pipeline's shape profile (max {axis.max})")
         return axis.bucket(n, name)
+
+
+def _arrays(inputs: PipelineInputs, tilt: Tensor | None) -> list[np.ndarray]:
+    """PipelineInputs (any device) and a tilt [B] (None: 0) as the host arrays `launch_rows` takes."""
+    arrays = [t.detach().cpu().numpy() for t in inputs.tensors("cpu")]
+    rows = arrays[0].shape[0]
+    arrays.append(np.zeros(rows, np.float32) if tilt is None else tilt.detach().float().cpu().numpy())
+    return arrays
+
+
+@contextlib.contextmanager
+def _tf32_matmuls(on: bool) -> Iterator[None]:
+    """cuBLAS fp32 matmuls on TF32 tensor cores while a program is captured (its kernels are chosen then)."""
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = on or before
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
 
 
 # AcousticModel submodules each half does not run (encode: embed → encoder → cond_proj → variance;
@@ -383,13 +590,3 @@ def _without(model: nn.Module, parts: tuple[str, ...]) -> nn.Module:
             delattr(model, name)
             setattr(model, name, None)
     return model
-
-
-def _pad(t: Tensor, batch: int, length: int | None) -> Tensor:
-    """Rows padded to `batch` by repeating the first (a valid request), the phoneme axis to `length` with
-    zeros (padding id, mask False)."""
-    if length is not None and t.shape[1] < length:
-        t = F.pad(t, (0, length - t.shape[1]))
-    if t.shape[0] < batch:
-        t = torch.cat([t, t[:1].expand(batch - t.shape[0], *t.shape[1:])], 0)
-    return t

@@ -21,7 +21,6 @@ import torch
 from rtvox.constants import HOP_LENGTH
 from rtvox.engines import Engine
 from rtvox.engines.pipeline import DeviceSpans, PipelineEngine, ProfileExceededError
-from rtvox.engines.quality import PipelineInputs
 from rtvox.models.prosody import IDENTITY_ROW, ProsodyRow, tilt_mel
 from rtvox.runtime.streaming import DEFAULT_BATCH_WINDOW_FRAMES, DEFAULT_MAX_ROWS, vocode_batched
 from rtvox.runtime.types import AudioChunk, SynthesisRequest
@@ -97,26 +96,38 @@ def encode_row(job: ChunkJob) -> EncodeRow:
     return chunk.ids, job.prepared.cond, job.prepared.request, chunk.target_frames, job.prepared.prosody, chunk.rate
 
 
-def encode_inputs(rows: Sequence[EncodeRow], device: torch.device) -> tuple[torch.Tensor, ...]:
-    """(ids, cond[1, C], request, target frames, prosody row, rate) per row -> the 8 inputs of acoustic_encode,
-    padded to the longest. A row's speed is the request's times the chunk's rate factor.
+def encode_arrays(rows: Sequence[EncodeRow]) -> list[np.ndarray]:
+    """(ids, cond[1, C], request, target frames, prosody row, rate) per row -> the 8 inputs of acoustic_encode as
+    host arrays, padded to the longest (numpy only: the serving step's host side makes no torch call here). A
+    row's speed is the request's times the chunk's rate factor.
 
-    phonemes Long[B, N] (0 = pad id), mask Bool[B, N], cond [B, C], speed [B], target Long[B], pitch [B], energy [B],
-    prosody [B, 4].
+    phonemes int64[B, N] (0 = pad id), mask bool[B, N], cond float32[B, C], speed [B], target int64[B], pitch [B],
+    energy [B], prosody [B, 4].
     """
     lengths = np.fromiter((len(r[0]) for r in rows), np.int64, count=len(rows))
-    mask_np = np.arange(int(lengths.max()))[None, :] < lengths[:, None]
-    phonemes_np = np.zeros(mask_np.shape, np.int64)
-    # row-major order of the mask's True cells is the rows' ids one after another: one fill, no per-row tensors
-    phonemes_np[mask_np] = np.fromiter(itertools.chain.from_iterable(r[0] for r in rows), np.int64, int(lengths.sum()))
-    phonemes, mask = torch.from_numpy(phonemes_np), torch.from_numpy(mask_np)
-    cond = torch.cat([r[1] for r in rows]).to(device)  # one copy (one sync) when conds live on another device
-    speed = torch.tensor([r[2].speed * r[5] for r in rows], dtype=torch.float32)
-    target = torch.tensor([r[3] for r in rows], dtype=torch.long)
-    pitch = torch.tensor([r[2].pitch_scale for r in rows], dtype=torch.float32)
-    energy = torch.tensor([r[2].energy_scale for r in rows], dtype=torch.float32)
-    prosody = torch.tensor([r[4] for r in rows], dtype=torch.float32)  # [B, 4]
-    return tuple(t.to(device) for t in (phonemes, mask, cond, speed, target, pitch, energy, prosody))
+    mask = np.arange(int(lengths.max()))[None, :] < lengths[:, None]
+    phonemes = np.zeros(mask.shape, np.int64)
+    # row-major order of the mask's True cells is the rows' ids one after another: one fill, no per-row arrays
+    phonemes[mask] = np.fromiter(itertools.chain.from_iterable(r[0] for r in rows), np.int64, int(lengths.sum()))
+    cond = np.concatenate([_host_array(r[1]) for r in rows]).astype(np.float32, copy=False)
+    speed = np.array([r[2].speed * r[5] for r in rows], np.float32)
+    target = np.array([r[3] for r in rows], np.int64)
+    pitch = np.array([r[2].pitch_scale for r in rows], np.float32)
+    energy = np.array([r[2].energy_scale for r in rows], np.float32)
+    prosody = np.array([r[4] for r in rows], np.float32).reshape(len(rows), -1)  # [B, 4]
+    return [phonemes, mask, cond, speed, target, pitch, energy, prosody]
+
+
+def encode_inputs(rows: Sequence[EncodeRow], device: torch.device) -> tuple[torch.Tensor, ...]:
+    """`encode_arrays` as tensors on `device`."""
+    return tuple(torch.from_numpy(a).to(device) for a in encode_arrays(rows))
+
+
+def _host_array(t: torch.Tensor) -> np.ndarray:
+    # no torch op on the usual path (a CPU tensor without grad): each op hands the GIL over on a serving thread
+    if t.device.type == "cpu" and not t.requires_grad:
+        return t.numpy()
+    return t.detach().cpu().numpy()
 
 
 def allocate_frames(natural: list[int], total: int) -> list[int]:
@@ -227,19 +238,18 @@ def launch_pipeline_step(
     for start in range(0, len(jobs), size):
         group = jobs[start : start + size]
         t0 = time.perf_counter()
-        rows = [encode_row(job) for job in group]
-        tilt = torch.tensor([job.prepared.tilt for job in group], dtype=torch.float32)
-        inputs = PipelineInputs(*encode_inputs(rows, torch.device("cpu")))
+        arrays = encode_arrays([encode_row(job) for job in group])
+        arrays.append(np.fromiter((job.prepared.tilt for job in group), np.float32, len(group)))
         t1 = time.perf_counter()
         try:
-            wavs, _, durations = pipeline.run_rows(inputs, tilt)
+            wait = pipeline.launch_rows(arrays)
         except ProfileExceededError:
             step = run_chunk_step(engines, group, device, context_frames=context_frames, end_frames=end_frames)
             pending.append(ready(step))
             continue
         if spans is not None:
             spans.host_phase("prep", t1 - t0)
-        pending.append(_finisher(group, rows_to_host_async(wavs, durations), spans))
+        pending.append(_finisher(group, wait, spans))
 
     def finish() -> list[AudioChunk]:
         return [chunk for part in pending for chunk in part()]
@@ -263,46 +273,12 @@ def _finisher(
         for row, job in enumerate(group):
             n_ids = len(job.prepared.chunks[job.index].ids)
             out.append(audio_chunk(job, samples[row], per_id[row, :n_ids].tolist()))
-        if spans is not None:  # the host side of the step beside its device spans (run_rows adds its own phases)
+        if spans is not None:  # the host side of the step beside its device spans (launch_rows adds its own phases)
             spans.host_phase("d2h", t1 - t0)
             spans.host_phase("chunks", time.perf_counter() - t1)
         return out
 
     return finish
-
-
-def rows_to_host(rows: Sequence[torch.Tensor], durations: torch.Tensor) -> tuple[list[np.ndarray], np.ndarray]:
-    """Each row's samples (1-D float device tensors) as a host array each, and the step's durations [B, N] as an
-    int64 array, packed on the device and copied in one piece: only the audio and the durations leave the device,
-    with one transfer and one sync (durations travel as float32: exact, being frame counts far below 2**24)."""
-    return rows_to_host_async(rows, durations)()
-
-
-def rows_to_host_async(
-    rows: Sequence[torch.Tensor], durations: torch.Tensor
-) -> Callable[[], tuple[list[np.ndarray], np.ndarray]]:
-    """`rows_to_host` with the copy launched now and waited for later: on a GPU the packed rows go to pinned host
-    memory by an asynchronous copy behind the work that makes them, and the returned call waits for an event
-    recorded after it (any thread may call it); elsewhere the copy is made at once."""
-    flat_device = torch.cat([*rows, durations.flatten().float()])
-    bounds = np.cumsum([0, *(r.shape[0] for r in rows)])
-    shape = tuple(durations.shape)
-    if flat_device.device.type == "cuda":
-        host = torch.empty(flat_device.shape, dtype=flat_device.dtype, pin_memory=True)
-        host.copy_(flat_device, non_blocking=True)
-        copied = torch.cuda.Event()
-        copied.record()
-    else:
-        host, copied = flat_device.cpu(), None
-
-    def wait() -> tuple[list[np.ndarray], np.ndarray]:
-        if copied is not None:
-            copied.synchronize()
-        flat = host.numpy()
-        frames = flat[bounds[-1] :].astype(np.int64).reshape(shape)
-        return [flat[a:b] for a, b in itertools.pairwise(bounds)], frames
-
-    return wait
 
 
 def audio_chunk(job: ChunkJob, wav: np.ndarray, frames_per_id: Sequence[int]) -> AudioChunk:

@@ -384,7 +384,11 @@ class Synthesizer:
         # ("dynamic": one compile for every bucket; "default": one per bucket, minutes)
         kernels = os.environ.get("RTVOX_PIPELINE_COMPILE", "none")
         compile_mode = None if kernels == "none" else kernels
-        pipeline = PipelineEngine(self.bundle, self.device, profile, dtype=dtype, compile_mode=compile_mode)
+        # the encoder's fp32 matmuls on TF32 tensor cores (RTVOX_PIPELINE_TF32=1; off by default, see BENCHMARKS.md)
+        tf32 = os.environ.get("RTVOX_PIPELINE_TF32", "0") == "1"
+        pipeline = PipelineEngine(
+            self.bundle, self.device, profile, dtype=dtype, compile_mode=compile_mode, encode_tf32=tf32
+        )
         cfg = self.bundle.config.acoustic
         if self.device.type == "cuda":  # capture every bucket now: none may be captured while serving
             pipeline.warmup(random_inputs([min(16, profile.phonemes.max)], cfg.cond_dim, cfg.vocab_size, [0]))

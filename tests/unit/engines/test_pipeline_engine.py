@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 import torch
 
@@ -174,3 +175,49 @@ def test_device_spans_fold_in_finished_steps_only(bundle: ModelBundle) -> None:
         "host_d2h_s": pytest.approx(0.006),
     }
     assert PipelineEngine(bundle, CPU, ShapeProfile.preset("ci"), dtype=torch.float32, compile_mode=None).spans is None
+
+
+def test_launched_rows_reach_the_host_as_run_rows_gives_them(bundle: ModelBundle) -> None:
+    """The serving step's form (numpy in, one host block out, rows cut per decode group) gives each row the
+    samples and durations `run_rows` gives on the device; its staging is reused and rewritten in full by the
+    next, shorter batch of the same bucket (no phonemes, rows or tilt of the last one left behind)."""
+    cfg = bundle.config.acoustic
+    engine = PipelineEngine(
+        bundle, CPU, ShapeProfile.preset("ci"), dtype=torch.float32, compile_mode=None, group_launch_cost=0
+    )
+    for seed, (lengths, targets, tilts) in enumerate(
+        [([6, 20], [40, 200], [0.0, 0.5]), ([4], [30], [-0.3]), ([18, 5], [0, 0], [0.2, 0.0])]
+    ):
+        inputs = random_inputs(lengths, cfg.cond_dim, cfg.vocab_size, targets, seed=20 + seed)
+        tilt = torch.tensor(tilts)
+        arrays = [t.numpy() for t in inputs.tensors("cpu")] + [tilt.numpy()]
+        samples, durations = engine.launch_rows(arrays)()
+        rows, frames, want = engine.run_rows(inputs, tilt)
+        assert durations.dtype == np.int64 and durations.tolist() == want.tolist()
+        assert durations.sum(1).tolist() == frames
+        assert [s.dtype for s in samples] == [np.float32] * len(lengths)
+        for got, ref in zip(samples, rows, strict=True):
+            np.testing.assert_array_equal(got, ref.numpy())
+        fresh = PipelineEngine(bundle, CPU, ShapeProfile.preset("ci"), dtype=torch.float32, compile_mode=None)
+        alone, _ = fresh.launch_rows(arrays)()
+        for got, ref in zip(samples, alone, strict=True):
+            np.testing.assert_allclose(got, ref, rtol=0, atol=1e-5)
+
+
+def test_host_blocks_are_reused_only_once_no_view_of_them_is_alive() -> None:
+    from rtvox.engines.pipeline import _HostBlocks
+
+    pool = _HostBlocks(pin=False, max_blocks=3)
+    tensor, flat, pooled = pool.take(1000)
+    assert tensor.numel() == flat.size == 1 << 20 and pooled  # rounded up to 4 MiB
+    row = flat[5:10].reshape(5, 1)  # a chunk's audio: a view of the block
+    del tensor, flat
+    assert pool.take(1000)[1] is pool.blocks[1][1]  # the first is still in use through `row`
+    del row
+    assert pool.take(2 << 20)[1] is pool.blocks[2][1]  # larger than both: a new block
+    assert pool.take(1000)[1] is pool.blocks[0][1]  # free again: reused
+    held = [pool.take(10)[1] for _ in range(3)]  # every block in use...
+    assert pool.take(10)[2] is False and len(pool.blocks) == 3  # ...and the pool full: a one-off block
+    del held
+    big = pool.take(3 << 20)  # bigger than any, the pool full: a free block makes room for it
+    assert big[2] and big[1].size == 3 << 20 and len(pool.blocks) == 3

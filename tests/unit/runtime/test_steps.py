@@ -214,17 +214,6 @@ def test_graphs_backend_step_matches_the_eager_step(
     assert not np.array_equal(untilted.audio, graphs.run_step(jobs[:1])[0].audio)
 
 
-def test_rows_to_host_keeps_each_rows_own_samples() -> None:
-    from rtvox.runtime.steps import rows_to_host
-
-    wav = torch.arange(24, dtype=torch.float32).reshape(3, 8)
-    durations = torch.tensor([[3, 0, 4095], [1, 2, 0], [7, 7, 7]])
-    got, frames = rows_to_host([wav[0], wav[1, :0], wav[2, :3]], durations)
-    assert [g.tolist() for g in got] == [list(range(8)), [], [16.0, 17.0, 18.0]]
-    assert all(g.dtype == np.float32 for g in got)
-    assert frames.dtype == np.int64 and frames.tolist() == durations.tolist()
-
-
 def test_host_conditions_are_reused_per_voice_emotion_and_alpha(rsynth: Synthesizer) -> None:
     """Label requests conditioned on the host share one cond per (speaker, emotion, α); it is the freshly computed
     value, any change of those makes another, and a rebuild of the engines starts afresh."""
