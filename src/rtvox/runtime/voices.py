@@ -55,11 +55,24 @@ class VoiceStore:
         self._builtins = {v.name: v for v in builtins}
         self.clones_dir = clones_dir if clones_dir is not None else default_voices_dir()
         self._clones: dict[str, Voice] = {}
-        self._load_clones()
+        self._seen: int | None = None  # the clones folder's mtime when last read
+        self._refresh()
 
-    def _load_clones(self) -> None:
+    def _refresh(self) -> None:
+        """Re-read the clones folder when it changed (another process — the CLI, a second server — added or
+        removed a clone there): one stat per lookup, a rescan only on change."""
+        try:
+            stamp: int | None = self.clones_dir.stat().st_mtime_ns
+        except OSError:
+            stamp = None
+        if stamp != self._seen:
+            self._seen = stamp
+            self._clones = self._load_clones()
+
+    def _load_clones(self) -> dict[str, Voice]:
+        clones: dict[str, Voice] = {}
         if not self.clones_dir.is_dir():
-            return
+            return clones
         for path in sorted(self.clones_dir.glob(f"*{CLONE_SUFFIX}")):
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
@@ -75,19 +88,22 @@ class VoiceStore:
                 # One corrupt file must not take the whole store down; it stays on disk for inspection.
                 warnings.warn(f"skipping unreadable voice file {path}: {exc}", stacklevel=2)
                 continue
-            self._clones[voice.name] = voice
+            clones[voice.name] = voice
+        return clones
 
     @property
     def builtin_names(self) -> tuple[str, ...]:
         return tuple(self._builtins)
 
     def list(self) -> list[Voice]:
+        self._refresh()
         return [*self._builtins.values(), *self._clones.values()]
 
     def get(self, name: str) -> Voice:
         """A voice by name or id, else the one clone whose label (the name given at an HTTP upload) is `name`."""
         if name in self._builtins:
             return self._builtins[name]
+        self._refresh()
         if name in self._clones:
             return self._clones[name]
         labelled = self.labelled(name)
@@ -101,12 +117,16 @@ class VoiceStore:
 
     def has(self, name: str) -> bool:
         """Whether `name` is a built-in's name or a clone's id (labels not consulted)."""
-        return name in self._builtins or name in self._clones
+        if name in self._builtins:
+            return True
+        self._refresh()
+        return name in self._clones
 
     def labelled(self, label: str) -> builtins.list[Voice]:
         """Clones uploaded under `label` (matched in memory, never as a path; an empty label matches none)."""
         if not label.strip():
             return []
+        self._refresh()
         return [v for v in self._clones.values() if v.description == label]
 
     def refuse_reserved(self, name: str) -> None:
@@ -152,4 +172,4 @@ class VoiceStore:
         if name not in self._clones:
             raise VoiceNotFoundError(f"no cloned voice named {name!r}", param="voice")
         (self.clones_dir / f"{name}{CLONE_SUFFIX}").unlink(missing_ok=True)
-        del self._clones[name]
+        self._clones.pop(name, None)

@@ -158,3 +158,16 @@ def test_voice_store_finds_a_clone_by_its_upload_label_and_keeps_reserved_names(
     for taken in ("alloy", "NOVA", "Anna"):
         with pytest.raises(InputError, match="choose another name"):
             store.add(Voice(name=taken, embedding=_unit(4), builtin=False))
+
+
+def test_a_clone_added_or_removed_by_another_process_is_seen(tmp_path: Path) -> None:
+    """Two stores over one folder (the CLI beside a running server, no Redis): each sees the other's changes."""
+    server, cli = VoiceStore([], clones_dir=tmp_path), VoiceStore([], clones_dir=tmp_path)
+    emb = np.ones(SPEAKER_EMBED_DIM, np.float32) / np.sqrt(SPEAKER_EMBED_DIM)
+    cli.add(Voice(name="voice_abc", embedding=emb, description="Zoë", builtin=False))
+    assert server.has("voice_abc") and server.get("Zoë").name == "voice_abc"
+    assert [v.name for v in server.list()] == ["voice_abc"]
+    cli.remove("voice_abc")
+    assert not server.has("voice_abc") and server.list() == []
+    with pytest.raises(VoiceNotFoundError):
+        server.get("voice_abc")
