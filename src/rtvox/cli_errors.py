@@ -44,6 +44,8 @@ def check_output_path(output: Path, *, make_folder: bool = False) -> None:
             message = f"cannot create the output folder {folder}: {exc.strerror or exc}"
             raise InputError(message, param="output") from None
     if not folder.is_dir():
+        if folder.exists():
+            raise InputError(f"{folder} is a file, not a folder; give an output path in a folder", param="output")
         raise InputError(f"output folder {folder} does not exist; create it first", param="output")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise InputError(f"output folder {folder} is not writable", param="output")

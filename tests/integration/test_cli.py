@@ -137,16 +137,23 @@ def test_speak_bad_input_exits_2_and_writes_nothing(
 
 @pytest.mark.parametrize(
     ("where", "needle"),
-    [("missing/out.wav", "output folder"), ("", "is a folder"), ("/proc/out.wav", "cannot write")],
+    [
+        ("missing/out.wav", "output folder"),
+        ("", "is a folder"),
+        ("/proc/out.wav", "cannot write"),
+        ("a.wav/out.wav", "is a file, not a folder"),
+    ],
 )
 def test_speak_unwritable_output_fails_before_synthesis(tmp_path: Path, where: str, needle: str) -> None:
     out = Path(where) if where.startswith("/") else tmp_path / where if where else tmp_path
+    if where.startswith("a.wav"):
+        (tmp_path / "a.wav").write_bytes(b"")  # an existing file where a folder should be
     # a model that does not exist: the path is checked before the model loads, or this would fail with exit 1
     proc = rtvox("speak", "你好", "-o", str(out), "--model", str(tmp_path / "nope"))
     assert proc.returncode == 2, proc.stderr
     assert needle in proc.stderr and str(out.parent if where else out) in proc.stderr
     assert "Traceback" not in proc.stderr and ".tmp" not in proc.stderr  # names the output, not a temp file
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == (["a.wav"] if where.startswith("a.wav") else [])
 
 
 def test_demo_into_a_missing_folder_is_one_message(tmp_path: Path) -> None:
