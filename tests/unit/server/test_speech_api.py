@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
+import wave
 from pathlib import Path
 
 import numpy as np
@@ -193,8 +195,11 @@ def test_tts_json_with_timestamps(client: TestClient) -> None:
     response = tts(client, stream_format="json", timestamps=True, response_format="wav", speed=3.0)
     assert response.status_code == 200
     body = response.json()
-    wav, sr = decode_audio(base64.b64decode(body["audio"]))
+    data = base64.b64decode(body["audio"])
+    wav, sr = decode_audio(data)
     assert sr == SAMPLE_RATE and body["duration"] == pytest.approx(len(wav) / sr, abs=1e-3)
+    with wave.open(io.BytesIO(data)) as reader:  # the whole file: real sizes in its header, not streaming ones
+        assert reader.getnframes() == len(wav) and int.from_bytes(data[4:8], "little") == len(data) - 8
     assert [w["text"] for w in body["words"]] == ["Hello", "world", "你好"]
     assert body["phonemes"][-1]["end"] == pytest.approx(body["duration"], abs=1e-3)
     assert all(w["start"] <= w["end"] for w in body["words"])
