@@ -84,7 +84,7 @@ ENTITY = re.compile(
             r"(?P<phone>(?<![\d+])(?:\+\d{1,3}[ -]?)?(?:1[3-9]\d(?:[ -]?\d{4}){2}|0\d{2,3}-\d{7,8}"
             r"|[48]00-?\d{3}-?\d{4}"
             r"|\(\d{3}\)[ -]?\d{3}[-. ]\d{4}|\d{3}[-.]\d{3}[-.]\d{4})(?!\d))",
-            rf"(?P<money>(?P<mneg>(?<![0-9A-Za-z.])-)?(?P<msym>{CURRENCY_PATTERN})\s?(?P<mval>{_NUM})"
+            rf"(?P<money>(?P<mneg>(?<![0-9A-Za-z.])-)?(?P<msym>{CURRENCY_PATTERN})\s?(?P<mneg2>-(?=\d))?(?P<mval>{_NUM})"
             rf"(?:\s?(?P<mscale>{SCALE_PATTERN})(?![A-Za-z]))?"
             rf"(?:{_RANGE_SEP}(?:{CURRENCY_PATTERN})?(?P<mval2>{_NUM}))?)",
             rf"(?P<pctr>(?P<pa>{_SNUM})\s?(?P<pas>[%‰])?{_RANGE_SEP}(?P<pb>{_SNUM})\s?(?P<pbs>[%‰]))",
@@ -317,7 +317,7 @@ def _money_value(value: str, scale: str | None, symbol: str, value2: str | None,
 def _money(m: re.Match[str], is_zh: bool) -> str:
     symbol = m.group("msym").strip()
     words = _money_value(m.group("mval"), m.group("mscale"), symbol, m.group("mval2"), is_zh)
-    if m.group("mneg"):
+    if m.group("mneg") or m.group("mneg2"):  # -$5 and $-5
         words = ("负" if is_zh else "minus ") + words
     return words
 

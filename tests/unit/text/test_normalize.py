@@ -130,6 +130,7 @@ EN_CASES = [
     ("It is ½ done, 1½ cups, 3 1/2 miles", "It is one half done, one and a half cups, three and a half miles"),
     ("2 3/4 inches, ¾ of 10", "two and three quarters inches, three quarters of ten"),
     ("On 31/12/2024 we met", "On December thirty-first, twenty twenty-four we met"),
+    ("It fell $-5 today", "It fell minus five dollars today"),  # the sign after the symbol keeps the currency
     # no words at all: one language for the whole text, English on the evidence of "$"
     ("¥100, $3.50, 3.14", "one hundred yuan, three dollars fifty cents, three point one four"),
     ("Dr. Smith is here", "Doctor Smith is here"),
