@@ -4,11 +4,12 @@ Per-module engines pay, on every call, a graph launch, the copy of their inputs 
 of their outputs and a host read of the frame count between encode and decode; on an H200 that host side was
 half of the compiled pipeline's 3.4 ms for a 10-s utterance (benchmarks/probes/gpu_pipeline_probe.py). Here:
 
-    inputs ─pad into static buffers─► [encode program]  (batch, phoneme) bucket
+    inputs ─padded into the bucket's pinned staging block, one copy─► [encode program]  (batch, phoneme) bucket
            ─one host read: every row's frame count─► rows grouped by length (`plan_decode_groups`)
            ─► per group: its rows' encoder outputs gathered into the static inputs of a
               [decode + vocoder program]  (batch, phoneme, frame) bucket, the frame mask computed on the device
-           ─► each row's own samples, copied out of the programs' outputs (one device copy per group)
+           ─► each group's rows packed on the device (one copy per group), then one copy of every row's samples
+              and the durations to a reused pinned host block (`launch_rows`; `run_rows` keeps them on the device)
 
 A row's frame bucket leaves at least `end_silence_frames` (rtvox.models.vocoder) of silence past the row's last
 frame, so the vocoder sees what the eager step gives it there and the two agree at a chunk's end; the rest of the
