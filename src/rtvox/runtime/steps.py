@@ -125,9 +125,9 @@ def encode_inputs(rows: Sequence[EncodeRow], device: torch.device) -> tuple[torc
 
 def _host_array(t: torch.Tensor) -> np.ndarray:
     # no torch op on the usual path (a CPU tensor without grad): each op hands the GIL over on a serving thread
-    if t.device.type == "cpu" and not t.requires_grad:
+    if t.device.type == "cpu" and not t.requires_grad and t.dtype == torch.float32:
         return t.numpy()
-    return t.detach().cpu().numpy()
+    return t.detach().float().cpu().numpy()  # another device or dtype (bf16 has no numpy type)
 
 
 def allocate_frames(natural: list[int], total: int) -> list[int]:

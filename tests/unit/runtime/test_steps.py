@@ -252,3 +252,18 @@ def test_encode_inputs_pads_ragged_rows_and_keeps_per_row_settings() -> None:
     assert speed.tolist() == pytest.approx([1.0, 0.5, 1.8]) and target.tolist() == [0, 40, 0]
     assert pitch.tolist() == pytest.approx([1.0, 1.2, 0.8]) and energy.tolist() == [1.0, 1.0, 1.0]
     assert prosody.shape == (3, 4)
+
+
+def test_encode_arrays_take_conds_of_any_float_dtype() -> None:
+    from rtvox.runtime.steps import encode_arrays
+
+    request = SynthesisRequest(text="hi")
+    rows = [
+        ((3, 4, 5), torch.ones(1, 6, dtype=torch.bfloat16), request, 0, (0.0, 1.0, 0.0, 1.0), 1.0),
+        ((7,), torch.full((1, 6), 0.5), request, 12, (0.1, 1.0, 0.0, 1.0), 1.25),
+    ]
+    phonemes, mask, cond, speed, target, pitch, energy, prosody = encode_arrays(rows)
+    assert phonemes.tolist() == [[3, 4, 5], [7, 0, 0]] and mask.tolist() == [[True] * 3, [True, False, False]]
+    assert cond.dtype == np.float32 and cond.tolist() == [[1.0] * 6, [0.5] * 6]
+    assert speed.tolist() == [1.0, 1.25] and target.tolist() == [0, 12] and prosody.shape == (2, 4)
+    assert pitch.tolist() == energy.tolist() == [1.0, 1.0]
