@@ -90,18 +90,12 @@ def _add_operator_routes(app: FastAPI) -> None:
     async def index() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
 
-    # HEAD too: load balancers and uptime probes often check with it
-    @app.api_route("/health", methods=["GET", "HEAD"], summary="Liveness: the process answers")
+    @app.get("/health", summary="Liveness: the process answers")
     async def health(request: Request) -> dict[str, Any]:
         state = get_state(request)
         return {"status": "ok", "service": state.service.health()}
 
-    @app.api_route(
-        "/ready",
-        methods=["GET", "HEAD"],
-        summary="Readiness: engines loaded and warm",
-        responses={503: {"description": "Not ready"}},
-    )
+    @app.get("/ready", summary="Readiness: engines loaded and warm", responses={503: {"description": "Not ready"}})
     async def ready(request: Request) -> JSONResponse:
         state = get_state(request)
         if state.started and state.service.ready:
@@ -110,6 +104,19 @@ def _add_operator_routes(app: FastAPI) -> None:
             APIError(503, "not ready: the engines are still loading or warming up", type="server_error",
                      code="not_ready", headers={"Retry-After": "1"})
         )  # fmt: skip
+
+    # HEAD too (load balancers and uptime probes check with it): the GET's status and headers, no body
+    @app.head("/health", include_in_schema=False)
+    async def health_head(request: Request) -> Response:
+        await health(request)
+        return Response(status_code=200)
+
+    @app.head("/ready", include_in_schema=False)
+    async def ready_head(request: Request) -> Response:
+        answer = await ready(request)
+        return Response(
+            status_code=answer.status_code, headers={k: v for k, v in answer.headers.items() if k == "retry-after"}
+        )
 
     @app.get("/metrics", summary="Prometheus metrics", response_class=Response)
     async def metrics(request: Request) -> Response:

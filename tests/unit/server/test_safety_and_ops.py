@@ -94,6 +94,8 @@ def test_not_ready_before_start(fake_service: FakeService) -> None:
     response = client.get("/ready")
     assert_openai_error(response, 503)
     assert response.headers["retry-after"] == "1"
+    head = client.head("/ready")
+    assert head.status_code == 503 and head.headers["retry-after"] == "1" and not head.content
 
 
 def test_page_and_schema(client: TestClient) -> None:
@@ -102,6 +104,8 @@ def test_page_and_schema(client: TestClient) -> None:
     assert 'src="http' not in page.text and 'href="http' not in page.text  # no CDN: everything is served here
     schema = client.get("/openapi.json").json()
     assert {"/v1/audio/speech", "/v1/tts", "/v1/audio/voices", "/v1/models"} <= set(schema["paths"])
+    ids = [op["operationId"] for path in schema["paths"].values() for op in path.values()]
+    assert len(ids) == len(set(ids))  # unique operation ids (FastAPI warns on duplicates)
 
 
 def test_malformed_bodies_are_4xx(client: TestClient) -> None:
