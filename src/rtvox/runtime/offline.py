@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rtvox.constants import SAMPLE_RATE
+from rtvox.errors import InputError, ModelError
 from rtvox.fsutil import atomic_write_bytes
+from rtvox.models.bundle import model_hash
 from rtvox.runtime.steps import ChunkJob, PreparedRequest
 from rtvox.runtime.types import AudioChunk, SynthesisRequest, SynthesisResult
 
@@ -58,8 +60,12 @@ def synthesize_many(
     pending: list[PreparedRequest] = []
     window_chunks = max_batch * WINDOW_BATCHES
     it = iter(requests)
+    end = object()  # not None: a None item is an error, not the end
     while True:
-        request = next(it, None)
+        item = next(it, end)
+        if item is not end and not isinstance(item, SynthesisRequest):
+            raise InputError(f"synthesize_many takes SynthesisRequest items, got {type(item).__name__}")
+        request = item if isinstance(item, SynthesisRequest) else None
         if request is not None:
             pending.append(synth.prepare(request))
             known += len(pending[-1].chunks)
@@ -86,6 +92,10 @@ def synthesize_many(
             return
 
 
+# A full stop after one of these ends no sentence ("Dr. Smith", "e.g. this").
+_ABBREVIATION = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|vs|etc|e\.g|i\.e|No|Mt|Fig|approx)\.$", re.IGNORECASE)
+
+
 def split_document(text: str, max_chars: int) -> list[str]:
     """Whole paragraphs (lines) grouped up to ~max_chars; a longer paragraph is cut at sentence ends."""
     pieces: list[str] = []
@@ -94,7 +104,17 @@ def split_document(text: str, max_chars: int) -> list[str]:
             continue
         while len(paragraph) > max_chars:
             # cut after the last sentence end within the limit, else hard at the limit
-            ends = [m.end() for m in re.finditer(r"[。！？!?.;；]\s*", paragraph[:max_chars])]
+            # a full stop ends a sentence only before a space or the end (3.14, Dr. Smith, $3.50 are not cut)
+            head = paragraph[:max_chars]
+            ends = [
+                m.end()
+                for m in re.finditer(r"(?:[。！？!?;；]|\.(?=\s|$))\s*", head)
+                if not _ABBREVIATION.search(head, 0, m.start() + 1)
+            ]
+            if not ends:  # no sentence end: a clause, else a space, else the limit
+                ends = [m.end() for m in re.finditer(r"[，,、：:]\s*", head)] or [
+                    m.end() for m in re.finditer(r"\s+", head)
+                ]
             cut = ends[-1] if ends else max_chars
             pieces.append(paragraph[:cut].strip())
             paragraph = paragraph[cut:].strip()
@@ -110,10 +130,21 @@ def split_document(text: str, max_chars: int) -> list[str]:
 
 
 def _fingerprint(synth: Synthesizer, segments: Sequence[str], base: SynthesisRequest) -> str:
-    """What the saved segments depend on: text, settings, model; a change restarts from scratch."""
+    """What the saved segments depend on: text, settings, the model's weights, the voice's embedding (a clone
+    re-made under the same name is another voice) and the lexicon; a change restarts from scratch."""
     digest = hashlib.sha256()
-    for value in (str(_FORMAT_VERSION), str(synth.model_dir.resolve()), synth.backend, *segments):
+    try:
+        model = model_hash(synth.model_dir)
+    except ModelError:  # a family without the bundle's layout: its folder stands in
+        model = str(synth.model_dir.resolve())
+    for value in (str(_FORMAT_VERSION), model, synth.backend, *segments):
         digest.update(value.encode() + b"\0")
+    lexicon = synth.frontend.lexicon
+    for table in (lexicon.zh, lexicon.en):
+        digest.update(repr(sorted(table.items())).encode() + b"\0")
+    if base.speaker_embedding is None:
+        voice = synth.voices.get(base.voice or synth.default_voice)
+        digest.update(np.ascontiguousarray(voice.embedding, dtype=np.float32).tobytes())
     for name in ("voice", "emotion", "emotion_alpha", "speed", "pitch_scale", "energy_scale"):
         digest.update(f"{name}={getattr(base, name)!r}".encode() + b"\0")
     for array in (base.speaker_embedding, base.emotion_ref):
@@ -130,15 +161,25 @@ def speak_document(
     *,
     max_batch: int = 64,
     progress: Callable[[int, int], None] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> float:
     """Synthesize a long text into `output`, resumable; returns the audio seconds written.
 
     `base` carries the settings (its text is ignored). Finished segments live in `<output>.parts/` until the
-    output is written; a manifest fingerprint of text, settings and model guards against mixing runs.
+    output is written; a manifest fingerprint of text, settings and model guards against mixing runs. What the
+    frontend leaves out goes to `warn`; a segment with nothing speakable (a line of emoji) is skipped, and only
+    a document with nothing speakable at all is an error.
     """
     from rtvox.audio import write_audio
 
-    segments = split_document(text, SEGMENT_CHARS)  # read at call time (tests shrink it)
+    segments = []
+    for segment in split_document(text, SEGMENT_CHARS):  # read at call time (tests shrink it)
+        front = synth.frontend.process(segment)
+        if warn is not None:
+            for warning in front.warnings:
+                warn(warning)
+        if front.chunks:
+            segments.append(segment)
     if not segments:
         synth.prepare(replace(base, text=text))  # raises the frontend's "nothing to speak" TextError
     parts = output.with_name(output.name + PARTS_SUFFIX)
@@ -189,4 +230,7 @@ def speak_file(
             bar.total, bar.n = total, done
             bar.refresh()
 
-        return speak_document(synth, text, output, fmt, base, progress=progress)
+        def warn(message: str) -> None:  # text left out (a script rtvox cannot read): said, as inline speak does
+            tqdm.write(f"warning: not spoken: {message}", file=sys.stderr)
+
+        return speak_document(synth, text, output, fmt, base, progress=progress, warn=warn)

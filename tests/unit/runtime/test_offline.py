@@ -106,3 +106,55 @@ def test_changed_settings_restart_instead_of_mixing_runs(rsynth: Synthesizer, tm
     audio, _ = decode_audio(out.read_bytes())
     want = rsynth.synthesize(PARAGRAPHS[0]).audio
     assert len(audio) == len(want)
+
+
+def test_a_document_skips_what_it_cannot_speak_and_says_so(rsynth: Synthesizer, tmp_path: Path) -> None:
+    out = tmp_path / "mixed.wav"
+    said: list[str] = []
+    text = PARAGRAPHS[0] + "\n" + "😀" * 10 + "\n" + PARAGRAPHS[1] + " Привет."
+    seconds = speak_document(rsynth, text, out, "wav", SynthesisRequest(text=""), warn=said.append)
+    assert seconds > 0 and decode_audio(out.read_bytes())[0].size > 0
+    assert any("😀" in w for w in said) and any("Привет" in w for w in said)
+    with pytest.raises(Exception, match="nothing to speak"):  # a document with nothing speakable at all
+        speak_document(rsynth, "😀😀\n🎉", tmp_path / "none.wav", "wav", SynthesisRequest(text=""))
+    assert not (tmp_path / ("none.wav" + PARTS_SUFFIX)).exists()
+
+
+def test_resumed_parts_are_not_reused_after_the_voice_or_lexicon_changed(rsynth: Synthesizer, tmp_path: Path) -> None:
+    from dataclasses import replace as dc_replace
+
+    from rtvox.runtime.offline import _fingerprint
+    from rtvox.text import Lexicon
+
+    base = SynthesisRequest(text="", voice="ben")
+    segments = split_document("\n".join(PARAGRAPHS), 200)
+    first = _fingerprint(rsynth, segments, base)
+    assert _fingerprint(rsynth, segments, base) == first
+    assert _fingerprint(rsynth, segments, dc_replace(base, voice="anna")) != first
+    voice = rsynth.voices.get("ben")
+    original = rsynth.frontend.lexicon
+    try:
+        rsynth.frontend.lexicon = Lexicon.from_dict({"重庆": "zhong4 qing4"})
+        assert _fingerprint(rsynth, segments, base) != first
+    finally:
+        rsynth.frontend.lexicon = original
+    emb = voice.embedding.copy()
+    emb[0] += 0.5  # a clone re-made under the same name: another embedding
+    assert _fingerprint(rsynth, segments, dc_replace(base, voice=None, speaker_embedding=emb)) != first
+
+
+def test_synthesize_many_refuses_items_that_are_not_requests(rsynth: Synthesizer) -> None:
+    from rtvox.errors import InputError
+
+    with pytest.raises(InputError, match="got NoneType"):
+        list(synthesize_many(rsynth, [SynthesisRequest(text="One."), None, SynthesisRequest(text="Two.")]))  # type: ignore[list-item]
+    with pytest.raises(InputError, match="got str"):
+        list(synthesize_many(rsynth, ["One."]))  # type: ignore[list-item]
+
+
+def test_split_document_does_not_cut_numbers_or_abbreviations() -> None:
+    text = "x" * 60 + " Pi is 3.14159 and Dr. Smith paid $3.50, then left"
+    segments = split_document(text, 90)
+    assert all(len(s) <= 90 for s in segments)
+    assert not any(s.endswith(("3.", "Dr.", "$3.")) for s in segments)
+    assert "".join("".join(segments).split()) == "".join(text.split())
