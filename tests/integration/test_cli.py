@@ -58,6 +58,11 @@ def test_phonemize_reads_stdin_and_files(tmp_path: Path) -> None:
         (["bench", "--batches", "x"], "--batches 'x'"),
         (["bench", "--batches", "0,-1"], "at least 1"),
         (["eval", "--limit", "1", "--out", "/proc/ev.json"], "cannot write /proc/ev.json"),  # before the eval runs
+        (
+            ["eval", "--emotion", "--judge", "/no/judge", "--limit", "1", "--out", "/tmp/rtvox-ev.json"],
+            "no emotion judge",
+        ),
+        (["bench", "--device", "tpu"], "unknown device 'tpu'"),
     ],
 )
 def test_phonemize_bad_input_exits_2_with_a_message(args: list[str], needle: str) -> None:

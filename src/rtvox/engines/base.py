@@ -15,6 +15,7 @@ install never imports compiler stacks it cannot use.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,19 @@ import torch
 
 from rtvox.engines.shapes import ShapeProfile
 from rtvox.errors import InputError
+
+
+def resolve_device(device: str) -> torch.device:
+    """ "auto" (the GPU if there is one), "cpu", "cuda" or "cuda:N" as a torch device; InputError for anything
+    else (tpu, mps, meta, ...) or for cuda without a visible GPU. Every command and the runtime use this one."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", device):
+        raise InputError(f"unknown device {device!r}; use auto, cpu or cuda", param="device")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError("device cuda was asked for but no CUDA GPU is visible; use --device cpu", param="device")
+    return torch.device(device)
+
 
 # Module names an engine can be built for; each maps to a method of a loaded ModelBundle.
 MODULES: tuple[str, ...] = ("acoustic_encode", "acoustic_decode", "vocoder", "speaker", "emotion")

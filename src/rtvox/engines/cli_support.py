@@ -7,10 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from rtvox.constants import DEFAULT_MODEL
-from rtvox.engines.base import BuildOptions, available_backends
+from rtvox.engines.base import BuildOptions, available_backends, resolve_device
 from rtvox.engines.build import build_engines, describe_engines, export_artifacts, parse_dtype
 from rtvox.engines.shapes import ShapeProfile
 from rtvox.errors import InputError, ModelError
@@ -26,14 +24,6 @@ def resolve_model(model: str | None) -> Path:
     if not (path / "config.json").is_file():
         raise ModelError(f"no model at {path} (config.json missing); pass --model DIR pointing at a model directory")
     return path
-
-
-def resolve_device(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise InputError("device cuda was asked for but no CUDA GPU is visible; use --device cpu", param="device")
-    return torch.device(device)
 
 
 def _modules(modules: str) -> list[str]:

@@ -14,7 +14,7 @@ import typer
 
 from rtvox.cli_errors import check_output_path, one_message
 from rtvox.constants import DEFAULT_MODEL, EVAL_EMOTION_SENTENCES
-from rtvox.errors import InputError
+from rtvox.errors import InputError, ModelError
 
 
 def eval_command(
@@ -42,7 +42,7 @@ def eval_command(
     clone_refs: Annotated[list[Path] | None, typer.Option(help="Folder of extra reference clips (repeatable)")] = None,
     judge: Annotated[Path | None, typer.Option(help="Emotion judge folder (default models/eval-emotion)")] = None,
     eval_dir: Annotated[Path | None, typer.Option(help="Folder of sentences_<lang>.txt (default shared/eval)")] = None,
-    threads: Annotated[int, typer.Option(help="CPU threads for the model and Whisper")] = 2,
+    threads: Annotated[int, typer.Option(min=1, help="CPU threads for the model and Whisper")] = 2,
     keep_audio: Annotated[Path | None, typer.Option(help="Write the rendered clips here")] = None,
     backend: Annotated[str, typer.Option(help="Engine backend the model runs on (CPU): eager, onnx, auto, ...")] = (
         "eager"
@@ -54,6 +54,13 @@ def eval_command(
 
     with one_message():
         check_output_path(out, make_folder=True)  # before minutes of rendering and scoring, not after
+        if emotion:  # the judge too: a wrong --judge folder is bad input, found before the scoring
+            from rtvox.eval.emotion_judge import EmotionJudge
+
+            try:
+                EmotionJudge.load(judge)
+            except ModelError as exc:
+                raise InputError(str(exc), param="judge") from None
         if audio_dir is None and model is None:
             model = DEFAULT_MODEL
         options = EvalOptions(

@@ -16,6 +16,7 @@ from rtvox.audio.mel import MelSpectrogram
 from rtvox.audio.reference import prepare_reference
 from rtvox.constants import DEFAULT_MODEL, EMOTIONS, FRAMES_PER_SECOND, SAMPLE_RATE, SPEAKER_SAMPLE_RATE
 from rtvox.engines import Engine
+from rtvox.engines.base import resolve_device
 from rtvox.engines.build import build_engines as build_engine_set
 from rtvox.engines.build import parse_dtype
 from rtvox.engines.pipeline import PipelineEngine
@@ -63,16 +64,6 @@ PIPELINE_BACKEND = "graphs"
 # Cache namespace of speaker embeddings: bump the version if the encoder or its preprocessing changes.
 SPEAKER_CACHE_NS = "speaker:ge2e-v1"
 COND_CACHE_SIZE = 1024  # host-made cond vectors kept (voices x emotions x alphas in use); cleared when full
-
-
-def resolve_device(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
-        raise InputError(f"unknown device {device!r}; use auto, cpu or cuda", param="device")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise InputError("device cuda was asked for but no CUDA GPU is visible; use --device cpu", param="device")
-    return torch.device(device)
 
 
 class Synthesizer:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,7 +17,16 @@ RunOpt = Annotated[Path, typer.Option("--run-dir", help="where state.pt, log.jso
 InitOpt = Annotated[Path | None, typer.Option("--init", help="weight snapshot to start from")]
 SnapOpt = Annotated[Path | None, typer.Option("--snapshot", help="where to write the weight snapshot")]
 MinutesOpt = Annotated[float, typer.Option("--minutes", help="wall-clock budget of this run")]
-DeviceOpt = Annotated[str, typer.Option("--device")]
+
+
+def _device_name(value: str) -> str:
+    """--device must name a device torch trains on here: cpu, cuda or cuda:N (tpu, mps, meta: exit 2 at once)."""
+    if value not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", value):
+        raise typer.BadParameter(f"unknown device {value!r}; use cpu or cuda", param_hint="--device")
+    return value
+
+
+DeviceOpt = Annotated[str, typer.Option("--device", callback=_device_name)]
 # the exporters' shared options
 VocoderSnapOpt = Annotated[
     Path, typer.Option("--vocoder", help="snapshot folder of the vocoder, or a model directory whose vocoder to keep")
@@ -410,9 +420,11 @@ def language_rate(
     request's times its languages' rates (phoneme-weighted), so en=0.9 speaks English phonemes 1/0.9 as long."""
     from rtvox.models.bundle import LANGUAGE_RATE_MAX, LANGUAGE_RATE_MIN
 
-    _merge_into_config(
-        model, "language_rates", _parse_pairs(rates, LANGUAGE_RATE_MIN, LANGUAGE_RATE_MAX, "LANG=RATE", "en=0.9")
-    )
+    parsed = _parse_pairs(rates, LANGUAGE_RATE_MIN, LANGUAGE_RATE_MAX, "LANG=RATE", "en=0.9")
+    for lang in parsed:
+        if lang not in ("zh", "en"):  # the languages the frontend reads (ModelConfig.chunk_rate)
+            raise typer.BadParameter(f"unknown language {lang!r}; use zh or en", param_hint="LANG=RATE...")
+    _merge_into_config(model, "language_rates", parsed)
 
 
 @train_app.command("emotion-strength")

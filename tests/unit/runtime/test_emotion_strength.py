@@ -107,3 +107,17 @@ def test_the_train_command_writes_and_clears_strengths(runtime_model: Path, tmp_
         flat = " ".join(result.output.replace("│", " ").split())  # the usage box wraps long messages
         assert result.exit_code == 2 and named in flat, result.output
     assert json.loads((model / "config.json").read_text("utf-8"))["emotion_strength"] == {"angry": 1.6}
+
+
+def test_train_commands_refuse_unknown_languages_and_devices(runtime_model: Path, tmp_path: Path) -> None:
+    model = tmp_path / "m"
+    shutil.copytree(runtime_model, model)
+    runner = CliRunner()
+    before = (model / "config.json").read_text("utf-8")
+    result = runner.invoke(app, ["train", "language-rate", "--model", str(model), "klingon=1.1"])
+    assert result.exit_code == 2 and "unknown language 'klingon'" in " ".join(result.output.replace("│", " ").split())
+    assert (model / "config.json").read_text("utf-8") == before  # nothing written
+    args = ["train", "acoustic", "--data", str(tmp_path), "--run-dir", str(tmp_path / "run"), "--device", "tpu"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "unknown device 'tpu'" in " ".join(result.output.replace("│", " ").split())
+    assert runner.invoke(app, ["bench", "--device", "mps"]).exit_code == 2  # the engine commands: one line, exit 2
