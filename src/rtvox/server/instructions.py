@@ -64,6 +64,13 @@ _ZH_STRONG = ("非常", "特别", "极其", "超级", "十分", "很", "极", "�
 _ZH_MILD = ("有点", "有些", "稍微", "略微", "略", "一点", "微微", "稍")
 _ZH_NEGATION = ("不要", "别", "不", "没有", "没", "勿", "无需")
 
+# Words that begin with a stem of _EN and mean something else.
+_EN_NOT_EMOTIONS = (
+    "happen", "amazon", "saddl", "sadis", "gladiat", "gladiol", "joystick", "joyrid", "fearless", "calmar",
+    "flatter", "shockproof", "madam", "sadhu",
+)  # fmt: skip
+_GROSS_AMOUNT = re.compile(r"\s+(domestic|national|income|margin|profit|revenue|sales|weight|pay|salary|amount)")
+
 _EN_SLOW = re.compile(r"\b(slow(ly|er)?|unhurried)\b")
 _EN_FAST = re.compile(r"\b(fast(er)?|quick(ly|er)?|rapid(ly)?|hurr(y|ied))\b")
 _ZH_SLOW = ("慢",)
@@ -106,6 +113,10 @@ def _find_en(lowered: str) -> list[tuple[int, str, str, float]]:
             word = match.group(0)
             if stem == "mad" and word not in ("mad", "madly"):
                 continue  # "made", "madam"
+            if word.startswith(_EN_NOT_EMOTIONS):
+                continue  # a word that starts like an emotion but is none ("happened", "Amazon", "saddle")
+            if stem == "gross" and _GROSS_AMOUNT.match(lowered, match.end()):
+                continue  # "gross domestic product", "gross income"
             before = _clause_tail(lowered[max(0, match.start() - _EN_WINDOW) : match.start()])
             words_before = re.findall(r"[a-z']+", before)[-3:]
             joined = " ".join(words_before)

@@ -42,7 +42,15 @@ def test_emotion_and_intensity(text: str, emotion: str, intensity: float) -> Non
     assert style.emotion in EMOTIONS
 
 
-@pytest.mark.parametrize("text", [None, "", "   ", "made a decision", "read the numbers clearly", "不要生气"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        None, "", "   ", "made a decision", "read the numbers clearly", "不要生气",
+        # words that start like an emotion word and are none
+        "Explain what happened.", "Read the Amazon product description.", "Describe the saddle.",
+        "a gladiator's speech", "press the joystick", "the gross domestic product fell",
+    ],
+)  # fmt: skip
 def test_no_emotion(text: str | None) -> None:
     assert parse_instructions(text).emotion is None
 
