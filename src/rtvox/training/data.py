@@ -37,16 +37,25 @@ class PackInfo:
 
     @classmethod
     def load(cls, path: Path) -> PackInfo:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return cls(
-            speakers=list(data["speakers"]),
-            emotions=list(data["emotions"]),
-            mel_lo=float(data["mel_range"][0]),
-            mel_hi=float(data["mel_range"][1]),
-            mel_levels=int(data.get("mel_levels", 256)),
-            f0_lo=float(data["f0_range"][0]),
-            f0_hi=float(data["f0_range"][1]),
-        )
+        """InputError naming the problem when the folder is not a packed dataset (missing or broken pack.json)."""
+        if not path.parent.is_dir():
+            raise InputError(f"data folder {path.parent} does not exist; pack a corpus with recipes/train/pack.py")
+        if not path.is_file():
+            raise InputError(f"{path.parent} is not a packed dataset (no pack.json); run recipes/train/pack.py first")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return cls(
+                speakers=list(data["speakers"]),
+                emotions=list(data["emotions"]),
+                mel_lo=float(data["mel_range"][0]),
+                mel_hi=float(data["mel_range"][1]),
+                mel_levels=int(data.get("mel_levels", 256)),
+                f0_lo=float(data["f0_range"][0]),
+                f0_hi=float(data["f0_range"][1]),
+            )
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            what = f"lacks {exc}" if isinstance(exc, KeyError) else f"is not valid ({exc})"
+            raise InputError(f"{path} {what}; re-run recipes/train/pack.py") from None
 
 
 @dataclass
