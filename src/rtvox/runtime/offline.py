@@ -49,6 +49,7 @@ def synthesize_many(
     *,
     max_batch: int = 64,
     progress: ProgressFn | None = None,
+    window_batches: int = WINDOW_BATCHES,
 ) -> Iterator[SynthesisResult]:
     """Synthesize `requests` in large static batches; yields one SynthesisResult per request, in order.
 
@@ -58,7 +59,9 @@ def synthesize_many(
         raise ValueError(f"max_batch must be at least 1, got {max_batch}")
     done = known = 0
     pending: list[PreparedRequest] = []
-    window_chunks = max_batch * WINDOW_BATCHES
+    # requests are prepared and run a window of chunks at a time (sorted by length inside it): results leave
+    # once their window is done, so a smaller window saves a document's parts and moves its progress sooner
+    window_chunks = max_batch * max(1, window_batches)
     it = iter(requests)
     end = object()  # not None: a None item is an error, not the end
     while True:
@@ -202,7 +205,8 @@ def speak_document(
     if progress is not None:
         progress(done, len(segments))
     requests = (replace(base, text=segments[i]) for i in todo)
-    for i, result in zip(todo, synthesize_many(synth, requests, max_batch=max_batch), strict=True):
+    results = synthesize_many(synth, requests, max_batch=max_batch, window_batches=1)  # parts saved often
+    for i, result in zip(todo, results, strict=True):
         buffer = io.BytesIO()
         np.save(buffer, result.audio.astype(np.float32))
         atomic_write_bytes(part(i), buffer.getvalue())  # a segment is either whole on disk or absent

@@ -60,7 +60,6 @@ def test_document_resumes_after_a_crash_without_redoing_segments(
 
     out = tmp_path / "book.wav"
     monkeypatch.setattr("rtvox.runtime.offline.SEGMENT_CHARS", 80)  # several segments
-    monkeypatch.setattr("rtvox.runtime.offline.WINDOW_BATCHES", 1)  # results leave after every window
     real_step = rsynth.run_step
     calls = {"n": 0}
 
