@@ -54,3 +54,16 @@ def check_output_path(output: Path, *, make_folder: bool = False) -> None:
             pass
     except OSError as exc:
         raise InputError(f"cannot write {output}: {exc.strerror or exc}", param="output") from None
+
+
+def check_output_folder(folder: Path) -> None:
+    """InputError unless FOLDER is (or can be made) a folder this process can write into; checked before the
+    model loads, as for output files."""
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"output {folder} is a file; give a folder", param="out")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".rtvox-probe-"):
+            pass
+    except OSError as exc:
+        raise InputError(f"cannot write into {folder}: {exc.strerror or exc}", param="out") from None

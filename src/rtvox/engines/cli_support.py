@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from rtvox.cli_errors import check_output_folder
 from rtvox.constants import DEFAULT_MODEL
 from rtvox.engines.base import BuildOptions, available_backends, resolve_device
 from rtvox.engines.build import build_engines, describe_engines, export_artifacts, parse_dtype
@@ -27,25 +28,34 @@ def resolve_model(model: str | None) -> Path:
 
 
 def _modules(modules: str) -> list[str]:
-    return [m.strip() for m in modules.split(",") if m.strip()]
+    names = [m.strip() for m in modules.split(",") if m.strip()]
+    if not names:
+        raise InputError(
+            "--modules names no module; give some of them, comma-separated, or leave it out", param="modules"
+        )
+    return names
 
 
 def export_command(
     model: str | None, out: Path, backend: str, dtype: str, device: str, profile: str, modules: str
 ) -> dict[str, Path]:
     dev = resolve_device(device)
-    bundle = ModelBundle.load(resolve_model(model), device=dev)
+    names = _modules(modules)
     options = BuildOptions(profile=ShapeProfile.preset(profile))
-    return export_artifacts(bundle, backend, out, dev, dtype, _modules(modules), options)
+    parse_dtype(dtype)
+    check_output_folder(out)  # after every flag is known good: a bad one leaves no empty folder behind
+    bundle = ModelBundle.load(resolve_model(model), device=dev)
+    return export_artifacts(bundle, backend, out, dev, dtype, names, options)
 
 
 def build_command(
     model: str | None, backend: str, dtype: str, device: str, profile: str, modules: str, rebuild: bool
 ) -> dict[str, Any]:
     dev = resolve_device(device)
+    names = _modules(modules)
     bundle = ModelBundle.load(resolve_model(model), device=dev)
     options = BuildOptions(profile=ShapeProfile.preset(profile), rebuild=rebuild)
-    engines = build_engines(bundle, backend, dev, dtype, _modules(modules), options, fallback=backend == "auto")
+    engines = build_engines(bundle, backend, dev, dtype, names, options, fallback=backend == "auto")
     return describe_engines(engines)
 
 
@@ -78,6 +88,7 @@ def bench_command(
     from rtvox.engines.bench_run import run_bench
 
     pairs = parse_variants(variants)
+    check_output_folder(out)
     report = run_bench(
         resolve_model(model),
         pairs,

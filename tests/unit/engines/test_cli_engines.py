@@ -56,3 +56,25 @@ def test_parse_variants_defaults_to_float32() -> None:
     from rtvox.engines.cli_support import parse_variants
 
     assert parse_variants("eager, onnx:int8,auto") == [("eager", "float32"), ("onnx", "int8"), ("auto", "float32")]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["export", "-o", "FILE"], "is a file; give a folder"),
+        (["bench", "-o", "/proc/nope"], "cannot write into /proc/nope"),
+        (["export", "-o", "OUT", "--modules", ","], "--modules names no module"),
+        (["export", "-o", "OUT", "--profile", "bogus"], "unknown shape profile 'bogus'"),
+        (["build", "--device", "mps"], "unknown device 'mps'"),
+    ],
+)
+def test_engine_commands_refuse_bad_outputs_and_flags_before_the_model_loads(
+    tmp_path: Path, args: list[str], needle: str
+) -> None:
+    from rtvox.cli import app
+
+    (tmp_path / "FILE").write_text("x")
+    args = [str(tmp_path / a) if a in ("FILE", "OUT") else a for a in args]
+    result = CliRunner().invoke(app, [*args, "--model", str(tmp_path / "none")])  # no model: never reached
+    assert result.exit_code == 2 and needle in result.output, result.output
+    assert not (tmp_path / "OUT").exists()  # a refused command leaves no empty folder behind
