@@ -9,6 +9,8 @@ the same command again continues where it stopped; the output file is written (a
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import io
 import json
@@ -173,7 +175,6 @@ def speak_document(
     frontend leaves out goes to `warn`; a segment with nothing speakable (a line of emoji) is skipped, and only
     a document with nothing speakable at all is an error.
     """
-    from rtvox.audio import write_audio
 
     segments = []
     for segment in split_document(text, SEGMENT_CHARS):  # read at call time (tests shrink it)
@@ -187,6 +188,47 @@ def speak_document(
         synth.prepare(replace(base, text=text))  # raises the frontend's "nothing to speak" TextError
     parts = output.with_name(output.name + PARTS_SUFFIX)
     fingerprint = _fingerprint(synth, segments, base)
+    with _output_lock(output):
+        try:
+            return _speak_segments(synth, segments, output, fmt, base, parts, fingerprint, max_batch, progress)
+        except BaseException:
+            if parts.is_dir() and not any(parts.glob("segment-*.npy")):
+                shutil.rmtree(parts, ignore_errors=True)  # nothing done yet: leave no folder behind
+            raise
+
+
+@contextlib.contextmanager
+def _output_lock(output: Path) -> Iterator[None]:
+    """One document run per output at a time: a second run of the same output (which would delete the first's
+    parts when its settings differ, or race it for them) is refused at once instead of failing at the end."""
+    lock_path = output.with_name(f".{output.name}.lock")
+    with open(lock_path, "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(
+                f"another rtvox run is writing {output} right now; wait for it or choose another output",
+                param="output",
+            ) from None
+        try:
+            yield
+        finally:
+            lock_path.unlink(missing_ok=True)
+
+
+def _speak_segments(
+    synth: Synthesizer,
+    segments: list[str],
+    output: Path,
+    fmt: str,
+    base: SynthesisRequest,
+    parts: Path,
+    fingerprint: str,
+    max_batch: int,
+    progress: Callable[[int, int], None] | None,
+) -> float:
+    from rtvox.audio import write_audio
+
     manifest_path = parts / MANIFEST
     if manifest_path.is_file():
         manifest = json.loads(manifest_path.read_text())

@@ -157,3 +157,25 @@ def test_split_document_does_not_cut_numbers_or_abbreviations() -> None:
     assert all(len(s) <= 90 for s in segments)
     assert not any(s.endswith(("3.", "Dr.", "$3.")) for s in segments)
     assert "".join("".join(segments).split()) == "".join(text.split())
+
+
+def test_one_run_per_output_and_no_empty_parts_left_after_a_failure(
+    rsynth: Synthesizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+
+    from rtvox.errors import InputError
+
+    out = tmp_path / "book.wav"
+    with open(tmp_path / ".book.wav.lock", "w") as held:  # another run holds this output
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(InputError, match="another rtvox run is writing"):
+            speak_document(rsynth, PARAGRAPHS[0], out, "wav", SynthesisRequest(text=""))
+
+    def failing_step(jobs: list) -> list:  # type: ignore[type-arg]
+        raise Crash("engine down before any segment")
+
+    monkeypatch.setattr(rsynth, "run_step", failing_step)
+    with pytest.raises(Crash):
+        speak_document(rsynth, PARAGRAPHS[0], out, "wav", SynthesisRequest(text=""))
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no parts folder, no lock file, no output
