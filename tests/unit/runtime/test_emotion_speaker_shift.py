@@ -145,6 +145,7 @@ def test_speaker_shift_command_writes_the_config(shifted_model: Path, tmp_path: 
         capture_output=True,
         text=True,
     )
-    assert done.returncode == 1 and "none/pack.json" in done.stderr  # one line naming what is missing
+    # bad input, one line naming what is missing
+    assert done.returncode == 2 and f"data folder {tmp_path / 'none'} does not exist" in done.stderr
     config = ModelConfig.from_dict(json.loads((shifted_model / "config.json").read_text("utf-8")))
     assert set(config.emotion_speaker_shift.shifts) == {"happy"}  # a failed run leaves the config as it was
