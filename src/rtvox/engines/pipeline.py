@@ -94,26 +94,18 @@ class _Staging:
     which is queued after this copy) before it returns, so the next write finds the last copy done."""
 
     def __init__(self, examples: Sequence[np.ndarray], batch: int, phonemes: int, device: torch.device) -> None:
-        shapes = []
+        layout = []  # (offset, bytes, shape, dtype) per input
+        total = 0
         for i, a in enumerate(examples):
             shape = (batch, phonemes) if i < _SEQUENCE_INPUTS else (batch, *a.shape[1:])
-            shapes.append((shape, torch.from_numpy(np.zeros(0, a.dtype)).dtype))
-        offsets, total = [], 0
-        for shape, dtype in shapes:
-            offsets.append(total)
-            nbytes = int(np.prod(shape)) * torch.empty(0, dtype=dtype).element_size()
+            nbytes = int(np.prod(shape)) * a.dtype.itemsize
+            layout.append((total, nbytes, shape, torch.from_numpy(a[:0]).dtype))
             total += -(-nbytes // _ALIGN) * _ALIGN
         on_gpu = device.type == "cuda"
         self.host = torch.zeros(max(total, _ALIGN), dtype=torch.uint8, pin_memory=on_gpu)
         self.block = torch.zeros_like(self.host, device=device) if on_gpu else self.host
-
-        def view(block: Tensor, i: int) -> Tensor:
-            shape, dtype = shapes[i]
-            size = int(np.prod(shape)) * torch.empty(0, dtype=dtype).element_size()
-            return block[offsets[i] : offsets[i] + size].view(dtype).view(shape)
-
-        self.host_arrays = [view(self.host, i).numpy() for i in range(len(shapes))]
-        self.inputs = [view(self.block, i) for i in range(len(shapes))]
+        self.host_arrays = [self.host[o : o + n].view(d).view(s).numpy() for o, n, s, d in layout]
+        self.inputs = [self.block[o : o + n].view(d).view(s) for o, n, s, d in layout]
 
     def write(self, arrays: Sequence[np.ndarray]) -> None:
         """Fill the host block with one batch (numpy only) and queue its copy to the device."""
@@ -313,7 +305,6 @@ class PipelineEngine:
         # silence frames a row's bucket must hold past its end (the chunk-end rule every path follows)
         self.end_frames = end_silence_frames(bundle.config.vocoder)
         self._slots: dict[tuple[int, int], _EncodeSlot] = {}
-        self._last_decode_launch = 0.0  # host seconds of the last step's decode launches (spans' phases)
         # where the steps' audio lands (pinned on a GPU; on a CPU the same path, for the tests, with a plain copy)
         self._host_blocks = _HostBlocks(pin=self.device.type == "cuda")
         self._decode_slots: dict[tuple[int, int], _DecodeSlot] = {}
@@ -459,6 +450,7 @@ class PipelineEngine:
             total = int(starts[-1]) + rows * length
             t0 = time.perf_counter()
             packed = torch.empty(total, dtype=torch.float32, device=self.device)
+            allocated = time.perf_counter() - t0
             for k, (group, wav) in enumerate(self._run_decodes(encoded, groups)):
                 width = lengths[group[-1]] * HOP_LENGTH
                 packed[starts[k] : starts[k + 1]].view(len(group), width).copy_(wav[: len(group), :width])
@@ -473,7 +465,7 @@ class PipelineEngine:
                 copied.record()
             if self.spans is not None:
                 self.spans.host_phase("launch_tail", time.perf_counter() - t1)
-                self.spans.host_phase("launch_alloc", t1 - t0 - self._last_decode_launch)
+                self.spans.host_phase("launch_alloc", allocated)
 
         def wait() -> tuple[list[np.ndarray], np.ndarray]:
             if copied is not None:
@@ -549,8 +541,7 @@ class PipelineEngine:
         if spans is not None:
             started, enc = spans.pending_step
             spans.add(started, enc, decoding, spans.mark())
-            self._last_decode_launch = time.perf_counter() - t0
-            spans.host_phase("launch_decode", self._last_decode_launch)  # with the caller's work between groups
+            spans.host_phase("launch_decode", time.perf_counter() - t0)  # with the caller's work between groups
 
     @staticmethod
     def _bucket(axis: AxisRange, n: int, name: str) -> int:
