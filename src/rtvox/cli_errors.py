@@ -49,9 +49,8 @@ def check_output_path(output: Path, *, make_folder: bool = False) -> None:
         raise InputError(f"output folder {folder} does not exist; create it first", param="output")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise InputError(f"output folder {folder} is not writable", param="output")
-    try:  # os.access trusts mode bits; /proc, /sys and read-only mounts refuse the file itself
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".rtvox-probe-"):
-            pass
+    try:
+        _probe(folder)
     except OSError as exc:
         raise InputError(f"cannot write {output}: {exc.strerror or exc}", param="output") from None
 
@@ -63,7 +62,13 @@ def check_output_folder(folder: Path) -> None:
         raise InputError(f"output {folder} is a file; give a folder", param="out")
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".rtvox-probe-"):
-            pass
+        _probe(folder)
     except OSError as exc:
         raise InputError(f"cannot write into {folder}: {exc.strerror or exc}", param="out") from None
+
+
+def _probe(folder: Path) -> None:
+    """Make and remove a file in FOLDER (OSError if that fails): os.access trusts mode bits, while /proc, /sys and
+    read-only mounts refuse the file itself."""
+    with tempfile.NamedTemporaryFile(dir=folder, prefix=".rtvox-probe-"):
+        pass

@@ -101,6 +101,9 @@ def to_pcm16(wav: np.ndarray) -> bytes:
     return np.round(samples).astype("<i2").tobytes()
 
 
+WAV_HEADER_BYTES = 44  # what wav_header writes
+
+
 def wav_header(sr: int, data_bytes: int | None) -> bytes:
     """44-byte header of a mono 16-bit PCM WAV file; `data_bytes=None` gives a streaming header."""
     riff_size = _STREAMING_SIZE if data_bytes is None else 36 + data_bytes

@@ -27,13 +27,18 @@ from rtvox.engines.shapes import ShapeProfile
 from rtvox.errors import InputError
 
 
+def check_device_name(device: str) -> str:
+    """`device` when it is "auto", "cpu", "cuda" or "cuda:N"; InputError for anything else (tpu, mps, meta)."""
+    if device not in ("auto", "cpu", "cuda") and not re.fullmatch(r"cuda:\d+", device):
+        raise InputError(f"unknown device {device!r}; use auto, cpu or cuda", param="device")
+    return device
+
+
 def resolve_device(device: str) -> torch.device:
     """ "auto" (the GPU if there is one), "cpu", "cuda" or "cuda:N" as a torch device; InputError for anything
     else (tpu, mps, meta, ...) or for cuda without a visible GPU. Every command and the runtime use this one."""
-    if device == "auto":
+    if check_device_name(device) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", device):
-        raise InputError(f"unknown device {device!r}; use auto, cpu or cuda", param="device")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise InputError("device cuda was asked for but no CUDA GPU is visible; use --device cpu", param="device")
     return torch.device(device)

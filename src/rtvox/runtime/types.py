@@ -88,11 +88,10 @@ class SynthesisRequest:
 
 def _check_range(name: str, value: object, lo: float, hi: float) -> float:
     """`value` as a float when it is a finite real number (numpy scalars too, not a bool) within [lo, hi]."""
-    if not isinstance(value, numbers.Real) or isinstance(value, bool | np.bool_) or not math.isfinite(float(value)):
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+    if not number or not math.isfinite(float(value)) or not lo <= float(value) <= hi:  # type: ignore[arg-type]
         raise InputError(f"{name} must be a number from {lo} to {hi}, got {value!r}", param=name)
-    if not lo <= float(value) <= hi:
-        raise InputError(f"{name} must be a number from {lo} to {hi}, got {value!r}", param=name)
-    return float(value)
+    return float(value)  # type: ignore[arg-type]
 
 
 def _unit_embedding(value: object) -> np.ndarray:

@@ -106,7 +106,7 @@ class VoiceStore:
         self._refresh()
         if name in self._clones:
             return self._clones[name]
-        labelled = self.labelled(name)
+        labelled = self._labelled(name)
         if len(labelled) == 1:
             return labelled[0]
         if labelled:
@@ -124,9 +124,12 @@ class VoiceStore:
 
     def labelled(self, label: str) -> builtins.list[Voice]:
         """Clones uploaded under `label` (matched in memory, never as a path; an empty label matches none)."""
+        self._refresh()
+        return self._labelled(label)
+
+    def _labelled(self, label: str) -> builtins.list[Voice]:
         if not label.strip():
             return []
-        self._refresh()
         return [v for v in self._clones.values() if v.description == label]
 
     def refuse_reserved(self, name: str) -> None:

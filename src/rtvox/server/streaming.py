@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from rtvox.audio.encode import StreamEncoder, wav_header
+from rtvox.audio.encode import WAV_HEADER_BYTES, StreamEncoder, wav_header
 from rtvox.constants import FRAMES_PER_SECOND, SAMPLE_RATE
 from rtvox.errors import RtvoxError
 from rtvox.runtime.types import AudioChunk, SynthesisRequest
@@ -110,10 +110,6 @@ async def _close(iterator: AsyncIterator[AudioChunk]) -> None:
             await close()
         except Exception as exc:  # cancellation clean-up must never mask the error that caused it
             log.warning("closing a runtime stream failed: %s", exc)
-
-
-# A WAV stream starts with a 44-byte header whose sizes are unknown (rtvox.audio.encode.wav_header).
-WAV_HEADER_BYTES = 44
 
 
 class Encoder:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from rtvox.cli_errors import one_message
+from rtvox.errors import InputError
 
 train_app = typer.Typer(no_args_is_help=True, help="Train the acoustic model, the vocoder or the emotion judge.")
 
@@ -20,10 +20,15 @@ MinutesOpt = Annotated[float, typer.Option("--minutes", help="wall-clock budget 
 
 
 def _device_name(value: str) -> str:
-    """--device must name a device torch trains on here: cpu, cuda or cuda:N (tpu, mps, meta: exit 2 at once)."""
-    if value not in ("cpu", "cuda") and not re.fullmatch(r"cuda:\d+", value):
-        raise typer.BadParameter(f"unknown device {value!r}; use cpu or cuda", param_hint="--device")
-    return value
+    """--device must name a device (tpu, mps, meta: exit 2 at once; whether a GPU is there is found at the run)."""
+    from rtvox.engines.base import check_device_name
+
+    try:
+        if value == "auto":  # a run names its device
+            raise InputError("unknown device 'auto' for training; use cpu or cuda", param="device")
+        return check_device_name(value)
+    except InputError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--device") from None
 
 
 DeviceOpt = Annotated[str, typer.Option("--device", callback=_device_name)]
