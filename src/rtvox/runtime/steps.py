@@ -104,23 +104,32 @@ def encode_arrays(rows: Sequence[EncodeRow]) -> list[np.ndarray]:
     phonemes int64[B, N] (0 = pad id), mask bool[B, N], cond float32[B, C], speed [B], target int64[B], pitch [B],
     energy [B], prosody [B, 4].
     """
+    phonemes, mask, *rest = _arrays_but_cond(rows)
+    cond = np.concatenate([_host_array(r[1]) for r in rows]).astype(np.float32, copy=False)
+    return [phonemes, mask, cond, *rest]
+
+
+def encode_inputs(rows: Sequence[EncodeRow], device: torch.device) -> tuple[torch.Tensor, ...]:
+    """`encode_arrays` as tensors on `device`; the conds are joined where they live (one copy, not one per row,
+    when they are on another device than the host)."""
+    phonemes, mask, *rest = (torch.from_numpy(a).to(device) for a in _arrays_but_cond(rows))
+    cond = torch.cat([r[1] for r in rows]).to(device)
+    return (phonemes, mask, cond, *rest)
+
+
+def _arrays_but_cond(rows: Sequence[EncodeRow]) -> list[np.ndarray]:
+    """encode_arrays' phonemes, mask, speed, target, pitch, energy and prosody."""
     lengths = np.fromiter((len(r[0]) for r in rows), np.int64, count=len(rows))
     mask = np.arange(int(lengths.max()))[None, :] < lengths[:, None]
     phonemes = np.zeros(mask.shape, np.int64)
     # row-major order of the mask's True cells is the rows' ids one after another: one fill, no per-row arrays
     phonemes[mask] = np.fromiter(itertools.chain.from_iterable(r[0] for r in rows), np.int64, int(lengths.sum()))
-    cond = np.concatenate([_host_array(r[1]) for r in rows]).astype(np.float32, copy=False)
     speed = np.array([r[2].speed * r[5] for r in rows], np.float32)
     target = np.array([r[3] for r in rows], np.int64)
     pitch = np.array([r[2].pitch_scale for r in rows], np.float32)
     energy = np.array([r[2].energy_scale for r in rows], np.float32)
     prosody = np.array([r[4] for r in rows], np.float32).reshape(len(rows), -1)  # [B, 4]
-    return [phonemes, mask, cond, speed, target, pitch, energy, prosody]
-
-
-def encode_inputs(rows: Sequence[EncodeRow], device: torch.device) -> tuple[torch.Tensor, ...]:
-    """`encode_arrays` as tensors on `device`."""
-    return tuple(torch.from_numpy(a).to(device) for a in encode_arrays(rows))
+    return [phonemes, mask, speed, target, pitch, energy, prosody]
 
 
 def _host_array(t: torch.Tensor) -> np.ndarray:
