@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.profiler import ProfilerActivity, profile
 
-from rtvox.engines.pipeline import PipelineEngine, _pad, plan_decode_groups
+from rtvox.engines.pipeline import PipelineEngine, _arrays, _Staging, plan_decode_groups
 from rtvox.engines.quality import PipelineInputs
 from rtvox.engines.shapes import ShapeProfile
 from rtvox.models import layers, vocos
@@ -100,6 +100,7 @@ def main() -> None:
     parser.add_argument(
         "--variants", default="baseline,cudnn-benchmark,dwconv-2d-nhwc,attn-mask-broadcast", help="comma list"
     )
+    parser.add_argument("--fused", action="store_true", help="the fused Triton frame kernels (triton_frames)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     synth = Synthesizer(args.model, device="cpu", backend="eager")
@@ -108,16 +109,18 @@ def main() -> None:
     rows = [(p.chunks[i].ids, p.cond, p.request, 0, p.prosody, p.chunks[i].rate) for p, i in later]
     inputs = PipelineInputs(*encode_inputs(rows, torch.device("cpu")))
     dev = torch.device(args.device)
-    engine = PipelineEngine(synth.bundle, dev, ShapeProfile.preset("serve"), compile_mode=None)
+    engine = PipelineEngine(synth.bundle, dev, ShapeProfile.preset("serve"), compile_mode=None, fused_frames=args.fused)
     prof_axes = engine.profile
-    tensors = inputs.tensors("cpu")
-    batch = prof_axes.batch.bucket(tensors[0].shape[0])
-    phon = prof_axes.phonemes.bucket(tensors[0].shape[1])
-    static = [_pad(t, batch, phon if i < 2 else None).to(dev) for i, t in enumerate(tensors)]
-    result: dict[str, Any] = {"torch": torch.__version__, "device": args.device, "rows": len(rows)}
+    arrays = _arrays(inputs, None)
+    batch = prof_axes.batch.bucket(arrays[0].shape[0])
+    phon = prof_axes.phonemes.bucket(arrays[0].shape[1])
+    staging = _Staging(arrays, batch, phon, dev)  # the inputs padded as the service pads them
+    staging.write(arrays)
+    static = staging.inputs[:-1]
+    result: dict[str, Any] = {"torch": torch.__version__, "device": args.device, "rows": len(rows), "fused": args.fused}
     with torch.inference_mode():
         hidden, durations = engine._encode_fn(*static)
-        lengths = [int(n) for n in durations[: len(rows)].sum(1).tolist()]
+        lengths = [int(n) + engine.end_frames for n in durations[: len(rows)].sum(1).tolist()]
         groups = plan_decode_groups(lengths, prof_axes.batch, prof_axes.frames, engine.group_launch_cost)
         plan = []
         for group in groups:
@@ -191,7 +194,10 @@ def main() -> None:
     with torch.inference_mode():
         engine.run_rows(inputs)
         result["captured_run_rows_ms"] = _timed(lambda: engine.run_rows(inputs), args.repeats)
-    print("captured run_rows", result["captured_run_rows_ms"], "audio_s", result["audio_s"], flush=True)
+        engine.launch_rows(arrays)()
+        result["captured_launch_rows_ms"] = _timed(lambda: engine.launch_rows(arrays)(), args.repeats)
+    print("captured run_rows", result["captured_run_rows_ms"], "launch_rows", result["captured_launch_rows_ms"])
+    print("audio_s", result["audio_s"], "groups", result["groups"], flush=True)
     (args.out / "gpu_step_profile.json").write_text(json.dumps(result, indent=1))
 
 
