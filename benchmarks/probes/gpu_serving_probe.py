@@ -59,7 +59,11 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--model", default="models/rtvox-small")
     parser.add_argument("--repeats", type=int, default=40)
-    parser.add_argument("--kernels", default="none,dynamic", help="RTVOX_PIPELINE_COMPILE values to compare")
+    parser.add_argument(
+        "--kernels",
+        default="none,dynamic",
+        help="RTVOX_PIPELINE_COMPILE values to compare; 'fused': eager kernels with the fused Triton frame kernels",
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     result: dict[str, object] = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name()}
@@ -81,7 +85,8 @@ def main() -> None:
     print("eager", result["eager"], flush=True)
     save()
     for kernels in args.kernels.split(","):
-        os.environ["RTVOX_PIPELINE_COMPILE"] = kernels
+        os.environ["RTVOX_PIPELINE_COMPILE"] = "none" if kernels == "fused" else kernels
+        os.environ["RTVOX_PIPELINE_FUSED"] = "1" if kernels == "fused" else "0"
         entry: dict[str, object] = {}
         result[f"graphs-{kernels}"] = entry
         t0 = time.perf_counter()

@@ -81,3 +81,25 @@ def test_fused_triton_vocoder_compiled() -> None:
         got16 = FusedHiFiGAN(half.to(torch.bfloat16))(mel.to(torch.bfloat16)).float()
     assert log_mel_l1(got32, ref) <= 0.05
     assert log_mel_l1(got16, ref) <= 0.05
+
+
+def test_fused_frame_kernels_compiled_bf16() -> None:
+    """The serving pipeline with the fused frame-rate kernels (decoder FFNs, Vocos blocks) against eager fp32 on
+    the real-size `small` architecture: the same frame counts, log-mel L1 within the bf16 pipeline's bound."""
+    pytest.importorskip("triton")
+    from rtvox.engines.pipeline import PipelineEngine
+
+    b = make_random_bundle(Path("/tmp/rtvox-gpu-small"), preset="small", seed=0)
+    with torch.no_grad():
+        b.acoustic.variance.duration.head.bias.fill_(1.3)
+    cfg = b.config.acoustic
+    inputs = random_inputs([20, 75], cfg.cond_dim, cfg.vocab_size, [0, 300], seed=5)
+    profile = ShapeProfile.preset("serve")
+    plain = PipelineEngine(b, CUDA, profile, compile_mode=None)
+    fused = PipelineEngine(b, CUDA, profile, compile_mode=None, fused_frames=True)
+    assert fused.info["fused_frames"] == ["decoder_ffn", "vocos_blocks"]
+    ref, ref_frames = PipelineEngine(b, CUDA, profile, dtype=torch.float32, compile_mode=None)(inputs)
+    for engine in (plain, fused):
+        wav, frames = engine(inputs)
+        assert torch.equal(frames, ref_frames)
+        assert log_mel_l1(wav.cpu(), ref.cpu()) <= 0.05

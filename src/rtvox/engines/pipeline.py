@@ -48,6 +48,7 @@ from rtvox.engines.inductor import raise_recompile_limits
 from rtvox.engines.modules import cast_module, store_weights_fp16
 from rtvox.engines.quality import PipelineInputs
 from rtvox.engines.shapes import AxisRange, ShapeProfile
+from rtvox.errors import ModelError
 from rtvox.models.bundle import ModelBundle
 from rtvox.models.prosody import tilt_ramp
 from rtvox.models.vocoder import end_silence_frames
@@ -288,6 +289,7 @@ class PipelineEngine:
         encode_weights_fp16: bool = True,
         encode_tf32: bool = False,
         group_launch_cost: int = GROUP_LAUNCH_ROW_FRAMES,
+        fused_frames: bool = False,
     ) -> None:
         self.device = torch.device(device)
         # the encoder's fp32 matmuls on TF32 tensor cores (GPU): faster, but rounding may move a duration by a frame
@@ -302,6 +304,13 @@ class PipelineEngine:
         saved = store_weights_fp16(self.encoder) if encode_weights_fp16 else 0
         self.decoder: nn.Module = _without(cast_module(bundle.acoustic, self.device, dtype), _ENCODER_PARTS)
         self.vocoder: nn.Module = cast_module(bundle.vocoder, self.device, dtype)
+        fused: list[str] = []
+        if fused_frames:  # the frame-rate half's FFN and ConvNeXt blocks as fused Triton kernels (triton_frames)
+            from rtvox.engines.triton_frames import HAVE_TRITON, fuse_frame_rate
+
+            if not HAVE_TRITON:
+                raise ModelError("fused frame kernels need triton (a CUDA install of torch ships it)")
+            self.vocoder, fused = fuse_frame_rate(self.decoder, self.vocoder)
         # silence frames a row's bucket must hold past its end (the chunk-end rule every path follows)
         self.end_frames = end_silence_frames(bundle.config.vocoder)
         self._slots: dict[tuple[int, int], _EncodeSlot] = {}
@@ -324,6 +333,7 @@ class PipelineEngine:
             "compile_mode": compile_mode or "eager",
             "encode_dtype": "float32",
             "encode_tf32": encode_tf32,
+            "fused_frames": fused,
             "encode_weights_fp16_mb": round(saved / 2**20, 1),
             "dtype": str(dtype).removeprefix("torch."),
             "cuda_graphs": self.device.type == "cuda",

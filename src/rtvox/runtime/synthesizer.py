@@ -377,8 +377,16 @@ class Synthesizer:
         compile_mode = None if kernels == "none" else kernels
         # the encoder's fp32 matmuls on TF32 tensor cores (RTVOX_PIPELINE_TF32=1; off by default, see BENCHMARKS.md)
         tf32 = os.environ.get("RTVOX_PIPELINE_TF32", "0") == "1"
+        # the decoder FFNs and Vocos blocks as fused Triton kernels (RTVOX_PIPELINE_FUSED=1; see BENCHMARKS.md)
+        fused = os.environ.get("RTVOX_PIPELINE_FUSED", "0") == "1"
         pipeline = PipelineEngine(
-            self.bundle, self.device, profile, dtype=dtype, compile_mode=compile_mode, encode_tf32=tf32
+            self.bundle,
+            self.device,
+            profile,
+            dtype=dtype,
+            compile_mode=compile_mode,
+            encode_tf32=tf32,
+            fused_frames=fused,
         )
         cfg = self.bundle.config.acoustic
         if self.device.type == "cuda":  # capture every bucket now: none may be captured while serving
