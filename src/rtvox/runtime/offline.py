@@ -30,6 +30,7 @@ from rtvox.fsutil import atomic_write_bytes
 from rtvox.models.bundle import model_hash
 from rtvox.runtime.steps import ChunkJob, PreparedRequest
 from rtvox.runtime.types import AudioChunk, SynthesisRequest, SynthesisResult
+from rtvox.text.result import FrontendResult
 
 if TYPE_CHECKING:
     from rtvox.runtime.synthesizer import Synthesizer
@@ -52,10 +53,13 @@ def synthesize_many(
     max_batch: int = 64,
     progress: ProgressFn | None = None,
     window_batches: int = WINDOW_BATCHES,
+    fronts: Iterable[FrontendResult] | None = None,
 ) -> Iterator[SynthesisResult]:
     """Synthesize `requests` in large static batches; yields one SynthesisResult per request, in order.
 
     Each result equals `synth.synthesize` of the same request (up to float rounding): same prepare, same step.
+    `fronts`: the frontend's results for the requests' texts, in the same order, when the caller has them already
+    (a document's segments: the frontend runs once per segment).
     """
     if max_batch < 1:
         raise ValueError(f"max_batch must be at least 1, got {max_batch}")
@@ -65,6 +69,7 @@ def synthesize_many(
     # once their window is done, so a smaller window saves a document's parts and moves its progress sooner
     window_chunks = max_batch * max(1, window_batches)
     it = iter(requests)
+    front_it = iter(fronts) if fronts is not None else None
     end = object()  # not None: a None item is an error, not the end
     while True:
         item = next(it, end)
@@ -72,7 +77,7 @@ def synthesize_many(
             raise InputError(f"synthesize_many takes SynthesisRequest items, got {type(item).__name__}")
         request = item if isinstance(item, SynthesisRequest) else None
         if request is not None:
-            pending.append(synth.prepare(request))
+            pending.append(synth.prepare(request, next(front_it) if front_it is not None else None))
             known += len(pending[-1].chunks)
             if sum(len(p.chunks) for p in pending) < window_chunks:
                 continue
@@ -176,7 +181,7 @@ def speak_document(
     a document with nothing speakable at all is an error.
     """
 
-    segments = []
+    segments, fronts = [], []
     for segment in split_document(text, SEGMENT_CHARS):  # read at call time (tests shrink it)
         front = synth.frontend.process(segment)
         if warn is not None:
@@ -184,13 +189,14 @@ def speak_document(
                 warn(warning)
         if front.chunks:
             segments.append(segment)
+            fronts.append(front)  # kept for the synthesis: the frontend runs once per segment
     if not segments:
         synth.prepare(replace(base, text=text))  # raises the frontend's "nothing to speak" TextError
     parts = output.with_name(output.name + PARTS_SUFFIX)
     fingerprint = _fingerprint(synth, segments, base)
     with _output_lock(output):
         try:
-            return _speak_segments(synth, segments, output, fmt, base, parts, fingerprint, max_batch, progress)
+            return _speak_segments(synth, segments, fronts, output, fmt, base, parts, fingerprint, max_batch, progress)
         except BaseException:
             if parts.is_dir() and not any(parts.glob("segment-*.npy")):
                 shutil.rmtree(parts, ignore_errors=True)  # nothing done yet: leave no folder behind
@@ -219,6 +225,7 @@ def _output_lock(output: Path) -> Iterator[None]:
 def _speak_segments(
     synth: Synthesizer,
     segments: list[str],
+    fronts: list[FrontendResult],
     output: Path,
     fmt: str,
     base: SynthesisRequest,
@@ -247,7 +254,8 @@ def _speak_segments(
     if progress is not None:
         progress(done, len(segments))
     requests = (replace(base, text=segments[i]) for i in todo)
-    results = synthesize_many(synth, requests, max_batch=max_batch, window_batches=1)  # parts saved often
+    # parts saved often (one batch per window)
+    results = synthesize_many(synth, requests, max_batch=max_batch, window_batches=1, fronts=(fronts[i] for i in todo))
     for i, result in zip(todo, results, strict=True):
         buffer = io.BytesIO()
         np.save(buffer, result.audio.astype(np.float32))

@@ -78,7 +78,7 @@ def test_document_resumes_after_a_crash_without_redoing_segments(
     monkeypatch.setattr(rsynth, "run_step", real_step)
     prepared: list[str] = []
     real_prepare = rsynth.prepare
-    monkeypatch.setattr(rsynth, "prepare", lambda r: prepared.append(r.text) or real_prepare(r))
+    monkeypatch.setattr(rsynth, "prepare", lambda r, front=None: prepared.append(r.text) or real_prepare(r, front))
     progress: list[tuple[int, int]] = []
     resumed = speak_document(rsynth, text, out, "wav", base, max_batch=2, progress=lambda d, t: progress.append((d, t)))
     assert progress[0] == (len(saved), progress[0][1]) and progress[-1][0] == progress[-1][1]
@@ -179,3 +179,24 @@ def test_one_run_per_output_and_no_empty_parts_left_after_a_failure(
     with pytest.raises(Crash):
         speak_document(rsynth, PARAGRAPHS[0], out, "wav", SynthesisRequest(text=""))
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no parts folder, no lock file, no output
+
+
+def test_a_document_runs_the_frontend_once_per_segment(
+    rsynth: Synthesizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("rtvox.runtime.offline.SEGMENT_CHARS", 60)  # several segments
+    text = "\n".join(PARAGRAPHS)
+    plain = tmp_path / "plain.wav"
+    speak_document(rsynth, text, plain, "wav", SynthesisRequest(text=""), max_batch=2)
+    seen: list[str] = []
+    process = rsynth.frontend.process
+
+    def counted(text: str):  # type: ignore[no-untyped-def]
+        seen.append(text)
+        return process(text)
+
+    monkeypatch.setattr(rsynth.frontend, "process", counted)
+    out = tmp_path / "once.wav"
+    speak_document(rsynth, text, out, "wav", SynthesisRequest(text=""), max_batch=2)
+    assert len(seen) == len(split_document(text, 60)) > 1 and len(set(seen)) == len(seen)
+    assert_audio_close(decode_audio(out.read_bytes())[0], decode_audio(plain.read_bytes())[0])
