@@ -52,8 +52,15 @@ def ref_folder(tmp_path: Path, name: str, seconds: float) -> Path:
 
 
 def test_eval_on_tiny_model_writes_well_formed_results(
-    tiny_model: Path, sentence_files: dict[str, Path], tmp_path: Path
+    tiny_model: Path, sentence_files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from rtvox.eval import cloning
+    from rtvox.eval.emotion_judge import EmotionJudge
+
+    loads: list[str] = []  # the judge and the reference clips are read once (the upfront checks' copies reused)
+    judge_load, gather = EmotionJudge.load, cloning.gather_references
+    monkeypatch.setattr(EmotionJudge, "load", staticmethod(lambda *a: loads.append("judge") or judge_load(*a)))
+    monkeypatch.setattr(cloning, "gather_references", lambda *a: loads.append("refs") or gather(*a))
     refs = ref_folder(tmp_path, "buzz_voice.wav", 6.0)
     out = tmp_path / "res" / "results.json"
     sets = ",".join(f"{lang}={path}" for lang, path in sentence_files.items())
@@ -61,6 +68,7 @@ def test_eval_on_tiny_model_writes_well_formed_results(
     args += ["--duration", "--clone", "--clone-refs", str(refs), "--emotion"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
+    assert sorted(loads) == ["judge", "refs"]
     data = json.loads(out.read_text(encoding="utf-8"))
     assert set(data["sets"]) == {"en", "zh", "mixed"}
     for lang, primary in (("en", "wer"), ("zh", "cer"), ("mixed", "mer")):

@@ -54,11 +54,12 @@ def eval_command(
 
     with one_message():
         check_output_path(out, make_folder=True)  # before minutes of rendering and scoring, not after
+        loaded_judge = None
         if emotion:  # the judge too: a wrong --judge folder is bad input, found before the scoring
             from rtvox.eval.emotion_judge import EmotionJudge
 
             try:
-                EmotionJudge.load(judge)
+                loaded_judge = EmotionJudge.load(judge)
             except ModelError as exc:
                 raise InputError(str(exc), param="judge") from None
         if audio_dir is None and model is None:
@@ -79,13 +80,14 @@ def eval_command(
             keep_audio=keep_audio,
             backend=backend,
             command=shlex.join(["rtvox", *sys.argv[1:]]),
+            judge=loaded_judge,
         )
         if clone and corpus is None and not clone_refs:
             raise InputError("--clone needs reference clips: pass --corpus DIR and/or --clone-refs DIR")
         if clone:  # before minutes of rendering: a wrong folder or unusable clips fail now
             from rtvox.eval.cloning import gather_references
 
-            gather_references(corpus, list(clone_refs or ()))
+            options.references = gather_references(corpus, list(clone_refs or ()))
         results = run_eval(options)
         md = write_results(results, out)
     typer.echo(md.read_text(encoding="utf-8"))

@@ -48,6 +48,9 @@ class EvalOptions:
     keep_audio: Path | None = None  # write every rendered clip here
     backend: str = "eager"  # engine backend of the model (rtvox.engines; "auto" = what serving picks)
     command: str = ""  # the command line, recorded in the results
+    # already loaded by the caller's upfront checks (rtvox eval), so they are not read twice; None: load here
+    judge: Any = None  # the EmotionJudge of judge_dir
+    references: Any = None  # gather_references(corpus, clone_refs)'s (references, skipped)
 
 
 def machine() -> str:
@@ -124,7 +127,8 @@ def _model_only(synth: Any, options: EvalOptions, asr: WhisperJudge, results: di
     voice = results["voice"]
     if options.clone:
         t0 = time.perf_counter()
-        refs, skipped = gather_references(options.corpus, options.clone_refs)
+        found = options.references or gather_references(options.corpus, options.clone_refs)
+        refs, skipped = found
         for item in skipped:
             log(f"clone: skipped {item['file']}: {item['reason']}")
         sentences = [t for texts in _by_lang(options.sets, CLONE_SENTENCES).values() for t in texts]
@@ -137,7 +141,7 @@ def _model_only(synth: Any, options: EvalOptions, asr: WhisperJudge, results: di
         log(f"clone: mean cosine {results['clone']['mean_cosine']} ({results['clone']['wall_s']} s)")
     if options.emotion:
         t0 = time.perf_counter()
-        judge = EmotionJudge.load(options.judge_dir)
+        judge = options.judge if options.judge is not None else EmotionJudge.load(options.judge_dir)
         voices = _other_gender_voice(synth, voice)
         material = _by_lang(options.sets, options.emotion_sentences)
         results["emotion"] = evaluate_emotion(synth, judge, material, voices=voices, asr=asr)
