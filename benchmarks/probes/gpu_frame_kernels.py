@@ -1,0 +1,116 @@
+"""The fused frame-rate kernels (rtvox.engines.triton_frames) alone against the eager bf16 modules they replace,
+on one serving-sized block input: [rows, frames, 256] bf16 (default 64 × 700, about a saturated step's decode
+group), per tile setting; device time by CUDA events, achieved TFLOP/s beside the GEMMs' arithmetic.
+
+    python3 benchmarks/probes/gpu_frame_kernels.py OUT_DIR [--rows 64 --frames 700 --tiles 64x64x8,32x64x4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rtvox.engines import triton_frames as tf
+from rtvox.models.layers import FFTBlock, masked_fill_zero
+from rtvox.models.vocos import ConvNeXtBlock
+
+
+def device_ms(fn: Callable[[], Any], repeats: int = 50) -> float:
+    for _ in range(3):
+        fn()
+    times = []
+    if not torch.cuda.is_available():  # a CPU smoke run (TRITON_INTERPRET=1) of the script itself
+        return 0.0
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--rows", type=int, default=64)
+    parser.add_argument("--frames", type=int, default=700)
+    parser.add_argument("--tiles", default="64x64x8,32x64x4,64x32x4,128x64x8,64x128x8")
+    parser.add_argument("--device", default="cuda", help="cpu: a smoke run in Triton's interpreter (fp32)")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    dev = torch.device(args.device)
+    dt = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    torch.manual_seed(0)
+    b, t, c, ffn_dim, mlp_dim = args.rows, args.frames, 256, 768, 768
+    x = torch.randn(b, t, c, device=dev, dtype=dt)
+    mask = torch.arange(t, device=dev)[None, :] < torch.randint(t // 2, t + 1, (b, 1), device=dev)
+    fft = FFTBlock(c, 2, ffn_dim, (5, 1)).eval().to(dev, dt)
+    nxt = ConvNeXtBlock(c, mlp_dim, 7, 0.125).eval().to(dev, dt)
+    frames = b * t
+    flops = {"decoder_ffn": frames * 2 * (c * ffn_dim * 5 + ffn_dim * c), "convnext_mlp": frames * 2 * 2 * c * mlp_dim}
+    result: dict[str, Any] = {
+        "gpu": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "shape": [b, t, c],
+    }
+    result["gflop"] = {k: v / 1e9 for k, v in flops.items()}
+    with torch.inference_mode():
+        h = fft.norm2(x)
+        xc = x.transpose(1, 2).contiguous()  # ConvNeXt's eager layout [B, C, T]
+        result["eager"] = {
+            "decoder_ffn_block_part": device_ms(lambda: masked_fill_zero(x + fft.ffn(h, mask), mask)),
+            "convnext_block": device_ms(lambda: nxt(xc)),
+        }
+        result["tiles"] = {}
+        for spec in args.tiles.split(","):
+            tf._TILES = tuple(int(v) for v in spec.split("x"))
+            fused_fft, fused_nxt = tf.FusedFFTBlock(fft), tf.FusedConvNeXt(nxt)
+            entry: dict[str, Any] = {}
+            try:
+                ffn_ms = device_ms(
+                    lambda f=fused_fft: tf.fused_ffn(h, f.w1, f.b1, f.w2, f.b2, x, mask, gelu=False)  # type: ignore[misc]
+                )
+                dw_ms = device_ms(
+                    lambda n=fused_nxt: tf.dwconv_layernorm(x, n.dw_weight, n.dw_bias, n.ln_weight, n.ln_bias, n.eps)  # type: ignore[misc]
+                )
+                nxt_ms = device_ms(lambda n=fused_nxt: n(x))  # type: ignore[misc]
+                want = masked_fill_zero(x + fft.ffn(h, mask), mask).float()
+                err = float(
+                    (
+                        tf.fused_ffn(
+                            h, fused_fft.w1, fused_fft.b1, fused_fft.w2, fused_fft.b2, x, mask, gelu=False
+                        ).float()
+                        - want
+                    )
+                    .abs()
+                    .max()
+                )
+                want_n = nxt(xc).transpose(1, 2).float()
+                err_n = float((fused_nxt(x).float() - want_n).abs().max())
+                entry = {
+                    "decoder_ffn_ms": ffn_ms,
+                    "decoder_ffn_tflops": flops["decoder_ffn"] / max(ffn_ms, 1e-6) / 1e9,
+                    "dwconv_ln_ms": dw_ms,
+                    "convnext_block_ms": nxt_ms,
+                    "convnext_mlp_tflops": flops["convnext_mlp"] / max(nxt_ms - dw_ms, 1e-6) / 1e9,
+                    "ffn_max_abs_diff_vs_eager_bf16": err,
+                    "convnext_max_abs_diff_vs_eager_bf16": err_n,
+                }
+            except Exception as exc:  # a tile that does not compile is reported, not fatal
+                entry = {"error": repr(exc)[:500]}
+            result["tiles"][spec] = entry
+            print(spec, json.dumps(entry), flush=True)
+    print("eager", json.dumps(result["eager"]), flush=True)
+    (args.out / "gpu_frame_kernels.json").write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
