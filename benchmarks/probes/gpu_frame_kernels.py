@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--rows", type=int, default=64)
     parser.add_argument("--frames", type=int, default=700)
-    parser.add_argument("--tiles", default="64x64x8,32x64x4,64x32x4,128x64x8,64x128x8")
+    parser.add_argument("--tiles", default="32x64x4x1,16x64x4x1,32x32x4x1,64x32x8x1,32x64x4x2,16x128x4x1")
     parser.add_argument("--device", default="cuda", help="cpu: a smoke run in Triton's interpreter (fp32)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

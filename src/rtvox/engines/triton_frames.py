@@ -37,8 +37,8 @@ try:
 except ImportError:  # pragma: no cover - the CPU install has no triton
     HAVE_TRITON = False
 
-# tiles: rows per program, hidden units per slice, warps (RTVOX_FRAME_TILES="64x64x8" for experiments)
-_TILES = tuple(int(v) for v in os.environ.get("RTVOX_FRAME_TILES", "64x64x8").split("x"))
+# tiles: rows per program, hidden units per slice, warps, pipeline stages (RTVOX_FRAME_TILES for experiments)
+_TILES = tuple(int(v) for v in os.environ.get("RTVOX_FRAME_TILES", "32x64x4x1").split("x"))
 
 
 if HAVE_TRITON:
@@ -74,17 +74,22 @@ if HAVE_TRITON:
         else:
             keep = inside
         acc = tl.zeros([BLOCK_M, C], dtype=tl.float32)
+        # the pointwise case (K1 = 1) reads its input tile once, before the loop over hidden slices
+        x0 = tl.load(x_ptr + (row0 + t)[:, None] * C + c[None, :], mask=keep[:, None], other=0.0)
         for i0 in range(0, hidden, BLOCK_I):
             ii = i0 + tl.arange(0, BLOCK_I)
-            s = tl.zeros([BLOCK_M, BLOCK_I], dtype=tl.float32)
-            for j in tl.static_range(K1):
-                src = t + (j - K1 // 2)
-                ok = (src >= 0) & (src < length)
-                if HAS_MASK:
-                    ok = ok & (tl.load(mask_ptr + row0 + src, mask=ok, other=0) != 0)
-                xv = tl.load(x_ptr + (row0 + src)[:, None] * C + c[None, :], mask=ok[:, None], other=0.0)
-                wv = tl.load(w1_ptr + j * C * hidden + c[:, None] * hidden + ii[None, :])
-                s += tl.dot(xv, wv)
+            if K1 == 1:
+                s = tl.dot(x0, tl.load(w1_ptr + c[:, None] * hidden + ii[None, :]))
+            else:
+                s = tl.zeros([BLOCK_M, BLOCK_I], dtype=tl.float32)
+                for j in tl.static_range(K1):
+                    src = t + (j - K1 // 2)
+                    ok = (src >= 0) & (src < length)
+                    if HAS_MASK:
+                        ok = ok & (tl.load(mask_ptr + row0 + src, mask=ok, other=0) != 0)
+                    xv = tl.load(x_ptr + (row0 + src)[:, None] * C + c[None, :], mask=ok[:, None], other=0.0)
+                    wv = tl.load(w1_ptr + j * C * hidden + c[:, None] * hidden + ii[None, :])
+                    s += tl.dot(xv, wv)
             s += tl.load(b1_ptr + ii).to(tl.float32)[None, :]
             if GELU:  # noqa: SIM108
                 s = 0.5 * s * (1.0 + tl.math.erf(s * 0.7071067811865476))
@@ -157,7 +162,7 @@ def fused_ffn(
     rows read as zero). w1 [K, C, I] (tap, in, hidden), w2 [I, C]; act GELU (erf) or ReLU."""
     batch, length, c = x.shape
     k1, _, hidden = w1.shape
-    block_m, block_i, warps = _TILES
+    block_m, block_i, warps, stages = _TILES
     _check_width(c)
     if hidden % block_i:
         raise ValueError(f"hidden width {hidden} is not a multiple of the tile {block_i}")
@@ -167,6 +172,7 @@ def fused_ffn(
     _ffn_kernel[grid](
         x, mask_u8, w1, b1, w2, b2, residual, out, length, hidden,
         C=c, K1=k1, GELU=gelu, HAS_MASK=mask is not None, BLOCK_M=block_m, BLOCK_I=block_i, num_warps=warps,
+        num_stages=stages,
     )  # fmt: skip
     return out
 
@@ -179,7 +185,19 @@ def dwconv_layernorm(x: Tensor, weight: Tensor, bias: Tensor, ln_weight: Tensor,
     out = torch.empty_like(x)
     grid = (batch, triton.cdiv(length, block_m))
     _dwconv_ln_kernel[grid](
-        x, weight, bias, ln_weight, ln_bias, out, length, eps, C=c, K=weight.shape[1], BLOCK_M=block_m, num_warps=4
+        x,
+        weight,
+        bias,
+        ln_weight,
+        ln_bias,
+        out,
+        length,
+        eps,
+        C=c,
+        K=weight.shape[1],
+        BLOCK_M=block_m,
+        num_warps=4,
+        num_stages=1,
     )
     return out
 
@@ -257,14 +275,18 @@ class FusedFFTBlock(nn.Module):
         return fused_ffn(self.norm2(x, cond), self.w1, self.b1, self.w2, self.b2, x, mask, gelu=False)
 
 
-def fuse_frame_rate(decoder: nn.Module, vocoder: nn.Module) -> tuple[nn.Module, list[str]]:
-    """Swap the fused kernels into a pipeline's frame-rate half: the acoustic decoder's FFT blocks in place (when
-    unconditional with (K, 1) FFN kernels) and the vocoder for a FusedVocos (when it is a Vocos with a
-    power-of-two width) → (the vocoder to run, what was fused). Unfusable parts stay as they are."""
+def fuse_frame_rate(
+    decoder: nn.Module, vocoder: nn.Module, *, decoder_ffn: bool = False
+) -> tuple[nn.Module, list[str]]:
+    """Swap the fused kernels into a pipeline's frame-rate half: the vocoder for a FusedVocos (when it is a Vocos
+    with a power-of-two width) and, with `decoder_ffn`, the acoustic decoder's FFT blocks in place (when
+    unconditional with (K, 1) FFN kernels) → (the vocoder to run, what was fused). Unfusable parts stay as they
+    are. The decoder FFN is off by default: on an H100 the kernel-5 FFN fused ran 1.01-1.53 ms against cuDNN's
+    0.92 for a 64 × 700-frame block (BENCHMARKS.md), while the ConvNeXt block gained 1.5×."""
     fused: list[str] = []
     stack = getattr(decoder, "decoder", None)
     blocks = getattr(stack, "blocks", None)
-    if isinstance(blocks, nn.ModuleList):
+    if decoder_ffn and isinstance(blocks, nn.ModuleList):
         try:
             for i, block in enumerate(blocks):
                 if isinstance(block, FFTBlock):
