@@ -39,6 +39,9 @@ except ImportError:  # pragma: no cover - the CPU install has no triton
 
 # tiles: rows per program, hidden units per slice, warps, pipeline stages (RTVOX_FRAME_TILES for experiments)
 _TILES = tuple(int(v) for v in os.environ.get("RTVOX_FRAME_TILES", "32x64x4x1").split("x"))
+# ConvNeXt's MLP: "triton" (fused_ffn, the hidden slice on chip) or "cublas" (two GEMMs, GELU in the first's
+# epilogue, the hidden activation through HBM); RTVOX_FRAME_MLP for experiments
+_MLP = os.environ.get("RTVOX_FRAME_MLP", "triton")
 
 
 if HAVE_TRITON:
@@ -212,8 +215,11 @@ class FusedConvNeXt(nn.Module):
     """A ConvNeXt block on a channels-last [B, T, C] stream: two kernels (dwconv+LN, then the fused MLP with γ
     folded into its second layer and the residual added)."""
 
-    def __init__(self, block: ConvNeXtBlock) -> None:
+    def __init__(self, block: ConvNeXtBlock, mlp: str | None = None) -> None:
         super().__init__()
+        self.mlp = mlp or _MLP
+        if self.mlp not in ("triton", "cublas"):
+            raise ValueError(f"mlp must be 'triton' or 'cublas', got {self.mlp!r}")
         gamma = block.gamma.detach()
         self.dw_weight = nn.Parameter(block.dwconv.weight.detach()[:, 0, :].contiguous(), requires_grad=False)
         self.dw_bias = nn.Parameter(_bias(block.dwconv).clone(), requires_grad=False)
@@ -228,18 +234,23 @@ class FusedConvNeXt(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         h = dwconv_layernorm(x, self.dw_weight, self.dw_bias, self.ln_weight, self.ln_bias, self.eps)
-        return fused_ffn(h, self.w1, self.b1, self.w2, self.b2, x, None, gelu=True)
+        if self.mlp == "triton":
+            return fused_ffn(h, self.w1, self.b1, self.w2, self.b2, x, None, gelu=True)
+        batch, length, c = x.shape
+        # GELU in cuBLASLt's epilogue on CUDA (its tanh form: within bf16 rounding of the erf form)
+        hidden = torch._addmm_activation(self.b1, h.view(-1, c), self.w1[0], use_gelu=True)
+        return torch.addmm(x.view(-1, c), hidden, self.w2).add_(self.b2).view(batch, length, c)
 
 
 class FusedVocos(nn.Module):
     """`Vocos.forward` with the backbone channels-last and each ConvNeXt block fused; embed conv, norms and the
     iSTFT head are the original modules."""
 
-    def __init__(self, vocos: Vocos) -> None:
+    def __init__(self, vocos: Vocos, mlp: str | None = None) -> None:
         super().__init__()
         self.config = vocos.config
         self.embed, self.norm_in, self.norm_out, self.head = vocos.embed, vocos.norm_in, vocos.norm_out, vocos.head
-        self.blocks = nn.ModuleList([FusedConvNeXt(b) for b in vocos.blocks])  # type: ignore[arg-type]
+        self.blocks = nn.ModuleList([FusedConvNeXt(b, mlp) for b in vocos.blocks])  # type: ignore[arg-type]
 
     def forward(self, mel: Tensor) -> Tensor:
         x = self.norm_in(self.embed(mel).transpose(1, 2)).contiguous()  # [B, T, C]

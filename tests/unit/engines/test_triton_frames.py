@@ -52,6 +52,8 @@ with torch.no_grad():
     mel = torch.randn(2, 80, 45)
     diff = (FusedVocos(voc)(mel) - voc(mel)).abs().max()
     assert diff < 1e-4, ("vocos", diff)
+    diff = (FusedVocos(voc, mlp="cublas")(mel) - voc(mel)).abs().max()  # the MLP as two library GEMMs
+    assert diff < 1e-4, ("vocos cublas", diff)
     block = FFTBlock(C, 2, I, (5, 1)).eval()
     for p in block.parameters():
         p.add_(torch.randn_like(p) * 0.1)
