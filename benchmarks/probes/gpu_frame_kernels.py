@@ -9,32 +9,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
+from gpu_step_profile import _timed as timed  # this folder is the script's sys.path[0]
 
 from rtvox.engines import triton_frames as tf
 from rtvox.models.layers import FFTBlock, masked_fill_zero
 from rtvox.models.vocos import ConvNeXtBlock
 
-
-def device_ms(fn: Callable[[], Any], repeats: int = 50) -> float:
-    for _ in range(3):
-        fn()
-    times = []
-    if not torch.cuda.is_available():  # a CPU smoke run (TRITON_INTERPRET=1) of the script itself
-        return 0.0
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+REPEATS = 50
 
 
 def main() -> None:
@@ -66,12 +51,12 @@ def main() -> None:
         h = fft.norm2(x)
         xc = x.transpose(1, 2).contiguous()  # ConvNeXt's eager layout [B, C, T]
         result["eager"] = {
-            "decoder_ffn_block_part": device_ms(lambda: masked_fill_zero(x + fft.ffn(h, mask), mask)),
-            "convnext_block": device_ms(lambda: nxt(xc)),
+            "decoder_ffn_block_part": timed(lambda: masked_fill_zero(x + fft.ffn(h, mask), mask), REPEATS),
+            "convnext_block": timed(lambda: nxt(xc), REPEATS),
         }
         cublas = tf.FusedConvNeXt(nxt, mlp="cublas")  # dwconv+LN fused, the MLP as two cuBLAS(Lt) GEMMs
         result["convnext_cublas_mlp"] = {
-            "ms": device_ms(lambda: cublas(x)),
+            "ms": timed(lambda: cublas(x), REPEATS),
             "max_abs_diff_vs_eager_bf16": float((cublas(x).float() - nxt(xc).transpose(1, 2).float()).abs().max()),
         }
         print("convnext_cublas_mlp", json.dumps(result["convnext_cublas_mlp"]), flush=True)
@@ -81,13 +66,15 @@ def main() -> None:
             fused_fft, fused_nxt = tf.FusedFFTBlock(fft), tf.FusedConvNeXt(nxt, mlp="triton")
             entry: dict[str, Any] = {}
             try:
-                ffn_ms = device_ms(
-                    lambda f=fused_fft: tf.fused_ffn(h, f.w1, f.b1, f.w2, f.b2, x, mask, gelu=False)  # type: ignore[misc]
+                ffn_ms = timed(
+                    lambda f=fused_fft: tf.fused_ffn(h, f.w1, f.b1, f.w2, f.b2, x, mask, gelu=False),  # type: ignore[misc]
+                    REPEATS,
                 )
-                dw_ms = device_ms(
-                    lambda n=fused_nxt: tf.dwconv_layernorm(x, n.dw_weight, n.dw_bias, n.ln_weight, n.ln_bias, n.eps)  # type: ignore[misc]
+                dw_ms = timed(
+                    lambda n=fused_nxt: tf.dwconv_layernorm(x, n.dw_weight, n.dw_bias, n.ln_weight, n.ln_bias, n.eps),  # type: ignore[misc]
+                    REPEATS,
                 )
-                nxt_ms = device_ms(lambda n=fused_nxt: n(x))  # type: ignore[misc]
+                nxt_ms = timed(lambda n=fused_nxt: n(x), REPEATS)  # type: ignore[misc]
                 want = masked_fill_zero(x + fft.ffn(h, mask), mask).float()
                 err = float(
                     (

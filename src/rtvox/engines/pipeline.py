@@ -305,7 +305,7 @@ class PipelineEngine:
         self.decoder: nn.Module = _without(cast_module(bundle.acoustic, self.device, dtype), _ENCODER_PARTS)
         self.vocoder: nn.Module = cast_module(bundle.vocoder, self.device, dtype)
         fused: list[str] = []
-        if fused_frames:  # the frame-rate half's FFN and ConvNeXt blocks as fused Triton kernels (triton_frames)
+        if fused_frames:  # the vocoder's ConvNeXt blocks as fused Triton kernels (triton_frames.fuse_frame_rate)
             from rtvox.engines.triton_frames import HAVE_TRITON, fuse_frame_rate
 
             if not HAVE_TRITON:

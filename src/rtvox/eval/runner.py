@@ -127,8 +127,7 @@ def _model_only(synth: Any, options: EvalOptions, asr: WhisperJudge, results: di
     voice = results["voice"]
     if options.clone:
         t0 = time.perf_counter()
-        found = options.references or gather_references(options.corpus, options.clone_refs)
-        refs, skipped = found
+        refs, skipped = options.references or gather_references(options.corpus, options.clone_refs)
         for item in skipped:
             log(f"clone: skipped {item['file']}: {item['reason']}")
         sentences = [t for texts in _by_lang(options.sets, CLONE_SENTENCES).values() for t in texts]
