@@ -17,6 +17,7 @@ import json
 import re
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -192,8 +193,14 @@ def speak_document(
             fronts.append(front)  # kept for the synthesis: the frontend runs once per segment
     if not segments:
         synth.prepare(replace(base, text=text))  # raises the frontend's "nothing to speak" TextError
-    parts = output.with_name(output.name + PARTS_SUFFIX)
     fingerprint = _fingerprint(synth, segments, base)
+    if output.exists() and not output.is_file():
+        # a device or a FIFO (/dev/null, a pipe): nothing may be written beside it, so the parts live in a temporary
+        # folder for this run only (no resume) and there is no lock file
+        with tempfile.TemporaryDirectory(prefix="rtvox-parts-") as tmp:
+            parts = Path(tmp) / (output.name + PARTS_SUFFIX)
+            return _speak_segments(synth, segments, fronts, output, fmt, base, parts, fingerprint, max_batch, progress)
+    parts = output.with_name(output.name + PARTS_SUFFIX)
     with _output_lock(output):
         try:
             return _speak_segments(synth, segments, fronts, output, fmt, base, parts, fingerprint, max_batch, progress)

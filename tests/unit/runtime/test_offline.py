@@ -200,3 +200,20 @@ def test_a_document_runs_the_frontend_once_per_segment(
     speak_document(rsynth, text, out, "wav", SynthesisRequest(text=""), max_batch=2)
     assert len(seen) == len(split_document(text, 60)) > 1 and len(set(seen)) == len(seen)
     assert_audio_close(decode_audio(out.read_bytes())[0], decode_audio(plain.read_bytes())[0])
+
+
+def test_a_document_to_a_device_writes_nothing_beside_it(rsynth: Synthesizer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`rtvox speak @book.txt -o /dev/null` (a timing run) or a FIFO: no parts folder or lock file in /dev, not
+    even while it runs."""
+    beside = [Path("/dev/null" + PARTS_SUFFIX), Path("/dev/.null.lock")]
+    seen: list[bool] = []
+    real_step = rsynth.run_step
+
+    def step(jobs: list) -> list:  # type: ignore[type-arg]
+        seen.append(any(p.exists() for p in beside))
+        return real_step(jobs)
+
+    monkeypatch.setattr(rsynth, "run_step", step)
+    seconds = speak_document(rsynth, PARAGRAPHS[1], Path("/dev/null"), "wav", SynthesisRequest(text=""))
+    assert seconds > 0 and seen and not any(seen)
+    assert not any(p.exists() for p in beside) and Path("/dev/null").is_char_device()
