@@ -150,6 +150,13 @@ def _check_width(c: int) -> None:
         raise ValueError(f"fused frame kernels need a power-of-two width >= 16, got {c}")
 
 
+def _check_ffn(c: int, hidden: int) -> None:
+    """What fused_ffn takes, checked when a block is fused (not at its first run, inside a capture)."""
+    _check_width(c)
+    if hidden % _TILES[1]:
+        raise ValueError(f"hidden width {hidden} is not a multiple of the tile {_TILES[1]}")
+
+
 def fused_ffn(
     x: Tensor,
     w1: Tensor,
@@ -166,9 +173,7 @@ def fused_ffn(
     batch, length, c = x.shape
     k1, _, hidden = w1.shape
     block_m, block_i, warps, stages = _TILES
-    _check_width(c)
-    if hidden % block_i:
-        raise ValueError(f"hidden width {hidden} is not a multiple of the tile {block_i}")
+    _check_ffn(c, hidden)
     out = torch.empty_like(residual)
     mask_u8 = mask.view(torch.uint8) if mask is not None else x  # unused when HAS_MASK is off
     grid = (batch, triton.cdiv(length, block_m))
@@ -220,6 +225,9 @@ class FusedConvNeXt(nn.Module):
         self.mlp = mlp or _MLP
         if self.mlp not in ("triton", "cublas"):
             raise ValueError(f"mlp must be 'triton' or 'cublas', got {self.mlp!r}")
+        _check_width(block.pw1.in_features)
+        if self.mlp == "triton":
+            _check_ffn(block.pw1.in_features, block.pw1.out_features)
         gamma = block.gamma.detach()
         self.dw_weight = nn.Parameter(block.dwconv.weight.detach()[:, 0, :].contiguous(), requires_grad=False)
         self.dw_bias = nn.Parameter(_bias(block.dwconv).clone(), requires_grad=False)
@@ -274,6 +282,7 @@ class FusedFFTBlock(nn.Module):
         assert isinstance(ffn, ConvFeedForward)
         if ffn.conv2.kernel_size[0] != 1 or block.norm2.cond_dim:
             raise ValueError("FusedFFTBlock needs an unconditional norm and a pointwise second conv")
+        _check_ffn(ffn.conv1.in_channels, ffn.conv1.out_channels)
         self.norm1, self.attn, self.norm2 = block.norm1, block.attn, block.norm2
         w1 = ffn.conv1.weight.detach()  # [I, C, K]
         self.w1 = nn.Parameter(w1.permute(2, 1, 0).contiguous(), requires_grad=False)  # [K, C, I]
@@ -298,17 +307,16 @@ def fuse_frame_rate(
     stack = getattr(decoder, "decoder", None)
     blocks = getattr(stack, "blocks", None)
     if decoder_ffn and isinstance(blocks, nn.ModuleList):
-        try:
-            for i, block in enumerate(blocks):
-                if isinstance(block, FFTBlock):
-                    _check_width(block.norm2.dim)
-                    blocks[i] = FusedFFTBlock(block)
-            fused.append("decoder_ffn")
+        try:  # every block or none: each checks what the kernels take before any is swapped in
+            swapped = [FusedFFTBlock(b) if isinstance(b, FFTBlock) else b for b in blocks]
         except ValueError:
-            pass
+            swapped = []
+        for i, block in enumerate(swapped):
+            blocks[i] = block
+        if swapped:
+            fused.append("decoder_ffn")
     if isinstance(vocoder, Vocos):
         try:
-            _check_width(vocoder.config.dim)
             vocoder = FusedVocos(vocoder)
             fused.append("vocos_blocks")
         except ValueError:

@@ -63,6 +63,9 @@ with torch.no_grad():
     odd = Vocos(VocosConfig.preset("tiny", dim=24, intermediate_dim=64))
     kept, fused = fuse_frame_rate(torch.nn.Module(), odd)
     assert kept is odd and fused == []
+    ragged = Vocos(VocosConfig.preset("tiny", dim=32, intermediate_dim=40))  # hidden not a multiple of the tile
+    kept, fused = fuse_frame_rate(torch.nn.Module(), ragged)
+    assert kept is ragged and fused == []
 
 # the whole pipeline, fused against unfused (fp32): same frame counts, same audio
 vocab = Vocabulary.default().to_dict()
