@@ -173,10 +173,19 @@ class _EncodeSlot:
 
 class _Encoded:
     """One batch after its encode program: encoder outputs (out of the graph pool), every row's frame count
-    (read on the host), and the bucket it ran in."""
+    (read on the host), the bucket it ran in, and the step's (start, encoded) span events (None off a GPU)."""
 
-    def __init__(self, slot: _EncodeSlot, hidden: Tensor, durations: Tensor, lengths: list[int], rows: int) -> None:
+    def __init__(
+        self,
+        slot: _EncodeSlot,
+        hidden: Tensor,
+        durations: Tensor,
+        lengths: list[int],
+        rows: int,
+        events: tuple[Any, Any],
+    ) -> None:
         self.slot, self.hidden, self.durations, self.lengths, self.rows = slot, hidden, durations, lengths, rows
+        self.events = events
 
 
 class _DecodeSlot:
@@ -207,7 +216,6 @@ class DeviceSpans:
         self.decode_s = 0.0
         self.host: dict[str, float] = {}  # host seconds per phase of the steps (`host_phase`), summed
         self._pending: list[tuple[Any, Any, Any, Any]] = []
-        self.pending_step: tuple[Any, Any] = (None, None)  # the running step's (start, encoded) events
 
     def mark(self) -> Any:
         """An event recorded now on the current stream."""
@@ -512,13 +520,12 @@ class PipelineEngine:
         lengths = [int(n) for n in durations[:rows].sum(1).tolist()]  # the one host read
         t2 = time.perf_counter()
         if spans is not None:
-            spans.pending_step = (started, encoded)
             spans.host_phase("launch_encode", t1 - t0)
             spans.host_phase("launch_encode_copies", t_copied - t0)  # its part before the encode's replay
             spans.host_phase("wait_encode", t2 - t1)
         # the frames each row's program must hold: its own, then its end silence (the rest of a bucket is more)
         self._bucket(self.profile.frames, max(lengths) + self.end_frames, "frames (with the chunk-end silence)")
-        return _Encoded(slot, hidden, durations, lengths, rows)
+        return _Encoded(slot, hidden, durations, lengths, rows, (started, encoded))
 
     def _plan(self, lengths: list[int]) -> list[list[int]]:
         needed = [n + self.end_frames for n in lengths]
@@ -549,8 +556,8 @@ class PipelineEngine:
             needed = encoded.lengths[group[-1]] + self.end_frames
             yield group, self._decoder(dec, self.profile.frames.bucket(needed)).run()
         if spans is not None:
-            started, enc = spans.pending_step
-            spans.add(started, enc, decoding, spans.mark())
+            started, done = encoded.events
+            spans.add(started, done, decoding, spans.mark())
             spans.host_phase("launch_decode", time.perf_counter() - t0)  # with the caller's work between groups
 
     @staticmethod
