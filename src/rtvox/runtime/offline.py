@@ -194,14 +194,7 @@ def speak_document(
     if not segments:
         synth.prepare(replace(base, text=text))  # raises the frontend's "nothing to speak" TextError
     fingerprint = _fingerprint(synth, segments, base)
-    if output.exists() and not output.is_file():
-        # a device or a FIFO (/dev/null, a pipe): nothing may be written beside it, so the parts live in a temporary
-        # folder for this run only (no resume) and there is no lock file
-        with tempfile.TemporaryDirectory(prefix="rtvox-parts-") as tmp:
-            parts = Path(tmp) / (output.name + PARTS_SUFFIX)
-            return _speak_segments(synth, segments, fronts, output, fmt, base, parts, fingerprint, max_batch, progress)
-    parts = output.with_name(output.name + PARTS_SUFFIX)
-    with _output_lock(output):
+    with _parts_folder(output) as parts:
         try:
             return _speak_segments(synth, segments, fronts, output, fmt, base, parts, fingerprint, max_batch, progress)
         except BaseException:
@@ -211,9 +204,15 @@ def speak_document(
 
 
 @contextlib.contextmanager
-def _output_lock(output: Path) -> Iterator[None]:
-    """One document run per output at a time: a second run of the same output (which would delete the first's
-    parts when its settings differ, or race it for them) is refused at once instead of failing at the end."""
+def _parts_folder(output: Path) -> Iterator[Path]:
+    """Where a document's finished segments wait: `<output>.parts` beside the output, held by one run at a time (a
+    second run of the same output, which would delete the first's parts when its settings differ or race it for
+    them, is refused at once instead of failing at the end). A device or FIFO output (/dev/null, a pipe) gets
+    nothing written beside it: its parts live in a temporary folder for this run only (no resume), no lock."""
+    if output.exists() and not output.is_file():
+        with tempfile.TemporaryDirectory(prefix="rtvox-parts-") as tmp:
+            yield Path(tmp) / (output.name + PARTS_SUFFIX)
+        return
     lock_path = output.with_name(f".{output.name}.lock")
     with open(lock_path, "w") as lock:
         try:
@@ -224,7 +223,7 @@ def _output_lock(output: Path) -> Iterator[None]:
                 param="output",
             ) from None
         try:
-            yield
+            yield output.with_name(output.name + PARTS_SUFFIX)
         finally:
             lock_path.unlink(missing_ok=True)
 
