@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 from gpu_step_profile import _timed as timed  # this folder is the script's sys.path[0]
+from torch import Tensor
 
 from rtvox.engines import triton_frames as tf
 from rtvox.models.layers import FFTBlock, masked_fill_zero
@@ -29,6 +31,8 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=700)
     parser.add_argument("--tiles", default="32x64x4x1,16x64x4x1,32x32x4x1,64x32x8x1,32x64x4x2,16x128x4x1")
     parser.add_argument("--device", default="cuda", help="cpu: a smoke run in Triton's interpreter (fp32)")
+    parser.add_argument("--vocoder", type=Path, help="also time this model's whole vocoder at batch 1 (CUDA graphs)")
+    parser.add_argument("--vocoder-frames", type=int, default=938, help="mel frames (938 = 10 s at 24 kHz, hop 256)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     dev = torch.device(args.device)
@@ -102,7 +106,57 @@ def main() -> None:
             result["tiles"][spec] = entry
             print(spec, json.dumps(entry), flush=True)
     print("eager", json.dumps(result["eager"]), flush=True)
+    if args.vocoder is not None:
+        result["vocoder_batch1"] = vocoder_batch1(args.vocoder, args.vocoder_frames, dev, dt)
+        print("vocoder_batch1", json.dumps(result["vocoder_batch1"]), flush=True)
     (args.out / "gpu_frame_kernels.json").write_text(json.dumps(result, indent=1))
+
+
+def _graphed(fn: Callable[[], Tensor]) -> Callable[[], Tensor]:
+    """fn captured in one CUDA graph (what the serving pipeline replays); eager on a CPU smoke run."""
+    if not torch.cuda.is_available():
+        return fn
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+
+    def replay() -> Tensor:
+        graph.replay()
+        return out
+
+    return replay
+
+
+def vocoder_batch1(model: Path, frames: int, dev: torch.device, dt: torch.dtype) -> dict[str, Any]:
+    """Issue 4's vocoder figure: one utterance's mel → audio, eager bf16 against the fused blocks, each as one
+    CUDA graph, beside the arithmetic floor (FLOPs counted on the same shapes at 790 TFLOP/s)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from rtvox.models.bundle import ModelBundle
+
+    vocoder = ModelBundle.load(model).vocoder.eval().to(dev, dt)
+    mel = torch.randn(1, vocoder.config.n_mels, frames, device=dev, dtype=dt)
+    fused = tf.FusedVocos(vocoder)
+    counter = FlopCounterMode(display=False)
+    with torch.inference_mode():
+        with counter:
+            vocoder(mel)
+        gflop = counter.get_total_flops() / 1e9
+        weight_mb = sum(p.numel() * p.element_size() for p in vocoder.parameters()) / 1e6
+        floor_us = max(gflop / 790e3 * 1e6, weight_mb / 4.3e6 * 1e6)
+        out: dict[str, Any] = {"frames": frames, "gflop": gflop, "weight_mb": weight_mb, "floor_us_h200": floor_us}
+        for name, module in (("eager_bf16", vocoder), ("fused", fused)):
+            run = _graphed(lambda m=module: m(mel))  # type: ignore[misc]
+            ms = timed(run, REPEATS)
+            out[name] = {"ms": ms, "x_floor": ms * 1e3 / floor_us}
+        out["fused_max_abs_diff_vs_eager_bf16"] = float((fused(mel).float() - vocoder(mel).float()).abs().max())
+    return out
 
 
 if __name__ == "__main__":
