@@ -1,5 +1,6 @@
 """The web page at / in headless Chromium (Debian's chromium + chromium-driver, driven by selenium): loads the
-voices and emotions, streams speech and plays it while drawing the waveform, clones a voice from an upload."""
+voices and emotions, streams speech and plays it while drawing the waveform, clones a voice from an upload; and the
+API reference at /docs renders this server's schema with nothing fetched from elsewhere."""
 
 from __future__ import annotations
 
@@ -140,3 +141,55 @@ def test_page_names_text_it_did_not_speak(page_server: LiveServer, browser: obje
     status = _speak(browser, page_server.url, "Hello there, Привет.", finished)
     assert browser.execute_script("return window.rtvox.status;") == "done"  # type: ignore[attr-defined]
     assert "not spoken" in status and "Привет" in status, status
+
+
+# ------------------------------------------------------------------ the API reference at /docs
+
+
+def _shown_operations(d: object) -> set[str]:
+    from selenium.webdriver.common.by import By
+
+    ops = d.find_elements(By.CSS_SELECTOR, "details.op")  # type: ignore[attr-defined]
+    shown = [op for op in ops if op.is_displayed()]
+    return {f"{op.get_attribute('data-method').upper()} {op.get_attribute('data-path')}" for op in shown}
+
+
+def test_api_reference_renders_offline(page_server: LiveServer, browser: object) -> None:
+    import requests
+    from selenium.webdriver.common.by import By
+
+    schema = requests.get(f"{page_server.url}/openapi.json", timeout=10).json()
+    body = schema["paths"]["/v1/audio/speech"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    speech_fields = schema["components"]["schemas"][body["$ref"].split("/")[-1]]["properties"]
+    operations = {f"{m.upper()} {p}" for p, item in schema["paths"].items() for m in item}
+
+    d = browser
+    d.get_log("browser")  # type: ignore[attr-defined]  # drops what the earlier pages logged
+    d.get(page_server.url + "/docs")  # type: ignore[attr-defined]
+    _wait_state(d, "window.rtvoxDocs && window.rtvoxDocs.status !== 'loading'")
+    assert d.execute_script("return window.rtvoxDocs;")["status"] == "ready"  # type: ignore[attr-defined]
+    assert _shown_operations(d) == operations
+    speech = d.find_element(By.CSS_SELECTOR, 'details.op[data-method="post"][data-path="/v1/audio/speech"]')  # type: ignore[attr-defined]
+    assert "POST" in speech.find_element(By.TAG_NAME, "summary").text
+    text_field = speech.find_element(By.CSS_SELECTOR, 'li[data-field="input"] > .field').text
+    assert "string" in text_field and "required" in text_field
+    assert f"maxLength {speech_fields['input']['maxLength']}" in text_field, text_field
+    if os.environ.get("RTVOX_SCREENSHOT_DIR"):
+        d.save_screenshot(str(Path(os.environ["RTVOX_SCREENSHOT_DIR"]) / "rtvox-docs.png"))  # type: ignore[attr-defined]
+
+    search = d.find_element(By.ID, "filter")  # type: ignore[attr-defined]
+    search.send_keys("voices")
+    shown = _shown_operations(d)
+    assert {"POST /v1/audio/voices", "DELETE /v1/audio/voices/{voice_id}"} <= shown
+    assert "POST /v1/audio/speech" not in shown and "POST /v1/tts" not in shown
+    search.clear()
+    search.send_keys("post /v1/tts")
+    assert _shown_operations(d) == {"POST /v1/tts"}
+
+    # Everything the page loaded came from this server, and nothing went wrong on the way.
+    hosts = d.execute_script(  # type: ignore[attr-defined]
+        "return performance.getEntries().filter((e) => e.name.startsWith('http')).map((e) => new URL(e.name).host);"
+    )
+    assert set(hosts) == {f"127.0.0.1:{page_server.port}"}, hosts
+    errors = [entry for entry in d.get_log("browser") if entry["level"] == "SEVERE"]  # type: ignore[attr-defined]
+    assert not errors, errors

@@ -59,6 +59,9 @@ def create_app(service: SpeechService, config: ServerConfig | None = None) -> Fa
         version="0.1.0",
         summary="Expressive zh/en text-to-speech: OpenAI-compatible speech API, voice cloning, native controls",
         lifespan=lifespan,
+        # FastAPI's Swagger UI and ReDoc pages load their code from a CDN and render blank offline: /docs is ours.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.rtvox = state
     install_error_handlers(app)
@@ -89,6 +92,10 @@ def _add_operator_routes(app: FastAPI) -> None:
     @app.get("/", include_in_schema=False)
     async def index() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> FileResponse:
+        return FileResponse(STATIC_DIR / "docs.html", media_type="text/html")
 
     @app.get("/health", summary="Liveness: the process answers")
     async def health(request: Request) -> dict[str, Any]:
