@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 # Mode of a newly created file (what open() gives under the usual 022 umask). Reading the real umask would
 # mean changing it process-wide, which races with other threads creating files.
@@ -13,27 +16,36 @@ NEW_FILE_MODE = 0o644
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write `data` to `path` atomically; a replaced file keeps its mode, a new one gets NEW_FILE_MODE. A
-    symbolic link keeps pointing where it did (the file it names is replaced). What is not a regular file — a
-    device such as /dev/null or /dev/stdout's target, a FIFO, a terminal — is written to in place: renaming
-    over it would put a regular file where the device was."""
+    """Write `data` to `path` atomically (see `atomic_open`)."""
+    with atomic_open(path) as fh:
+        fh.write(data)
+    return Path(path)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """A binary file to write `path` into, committed when the block ends without an error: the data goes to a
+    temp file beside the target, fsync'd, then renamed over it; on any error the temp file is removed and the
+    target left as it was. A replaced file keeps its mode, a new one gets NEW_FILE_MODE. A symbolic link keeps
+    pointing where it did (the file it names is replaced). What is not a regular file — a device such as
+    /dev/null or /dev/stdout's target, a FIFO, a terminal — is written to in place: renaming over it would put a
+    regular file where the device was."""
     target = Path(os.path.realpath(path))
     if target.exists() and not stat.S_ISREG(target.stat().st_mode):
         if target.is_dir():
             raise IsADirectoryError(f"{path} is a folder")
         with open(target, "wb") as fh:
-            fh.write(data)
-        return Path(path)
+            yield fh
+        return
     mode = target.stat().st_mode & 0o777 if target.exists() else NEW_FILE_MODE
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             os.fchmod(fh.fileno(), mode)  # mkstemp makes files private (0600)
-            fh.write(data)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp_name, target)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
-    return Path(path)

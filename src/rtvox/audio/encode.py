@@ -1,21 +1,29 @@
 """Encode float audio into the response formats, as one file or as a stream of chunks.
 
 Formats are those of `rtvox.constants.AUDIO_FORMATS`. wav/pcm are written by hand (16-bit little-endian),
-flac through libsndfile, mp3/opus/aac through FFmpeg (PyAV). `StreamEncoder` serves chunked responses:
-every `encode` returns the bytes ready so far and the concatenation of all returned bytes is one valid file.
-flac is the exception: it is sent whole at the end, because a streamed FLAC cannot know its length and writes
-"unknown" (0) into its header, which libsndfile (Python's soundfile) reads as an endless file and fails on.
-`write_audio` writes through a temporary file and `os.replace`, so a crash never leaves half a file.
+flac through libsndfile, mp3/opus/aac through FFmpeg (PyAV). `FileEncoder` is the one place that knows the
+formats: it encodes chunk by chunk into a binary file object, and the rest are thin uses of it.
+`encode_audio` returns one file as bytes; `audio_file_writer` writes a file chunk by chunk (a book from its
+parts, memory one chunk) through a temporary file renamed over the target at the end (`rtvox.fsutil.atomic_open`),
+so a crash never leaves half a file, and `write_audio` is it with one chunk. `StreamEncoder` serves chunked
+responses: every `encode` returns the bytes ready so far and the concatenation of all returned bytes is one
+valid file. flac is the exception: it is sent whole at the end, because a streamed FLAC cannot know its length
+and writes "unknown" (0) into its header, which libsndfile (Python's soundfile) reads as an endless file and
+fails on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import shutil
 import struct
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import soundfile as sf
@@ -23,7 +31,7 @@ import soxr
 
 from rtvox.constants import AUDIO_FORMATS
 from rtvox.errors import InputError
-from rtvox.fsutil import atomic_write_bytes
+from rtvox.fsutil import atomic_open
 
 MEDIA_TYPES: dict[str, str] = {
     "wav": "audio/wav",
@@ -50,6 +58,8 @@ _SUFFIX_FORMATS: dict[str, str] = {
 # data sizes hold this maximum.
 _STREAMING_SIZE = 0xFFFFFFFF
 _INT16_SCALE = 32767.0
+# flac for a non-seekable output is built here first (its header is written last): memory up to this, then disk.
+_FLAC_SPOOL_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -117,32 +127,121 @@ def wav_header(sr: int, data_bytes: int | None) -> bytes:
     )  # fmt: skip
 
 
+class FileEncoder:
+    """Encodes mono float audio into one file of format `fmt`, chunk by chunk, onto a binary file object.
+
+    Owns the format's encoder state; `out` stays the caller's (never closed here). Call `write` per chunk, then
+    `close` once to finish the file (or `abort` after a failure). A seekable `out` gets the complete file (for
+    pcm, wav and flac byte for byte what `encode_audio` gives for all the audio at once): the wav sizes and
+    FFmpeg's header (mp3's encoder delay, so the length round-trips exactly) are filled in at `close` by seeking
+    back. A non-seekable one (a pipe, a response stream) gets the streaming form: a wav header meaning "until
+    the end", FFmpeg's streaming muxing (mp3 then carries no delay header); flac, whose header must carry its
+    length, is built in a seekable spool and copied out at `close`. Memory is one chunk (plus that spool, on disk
+    past its limit).
+    """
+
+    def __init__(self, out: IO[bytes] | io.RawIOBase, sr: int, fmt: str) -> None:
+        self.fmt = check_format(fmt)
+        self.sr = sr
+        self.samples = 0  # written so far
+        self._out = out
+        seekable = out.seekable()
+        self._wav_start: int | None = None  # where the wav header to patch at close begins
+        self._ffmpeg: _FFmpegWriter | None = None
+        self._flac: sf.SoundFile | None = None  # opened at the first sample (no samples: see close)
+        self._flac_out: IO[bytes] | io.RawIOBase = out
+        self._spool: IO[bytes] | None = None
+        if self.fmt == "wav":
+            self._wav_start = out.tell() if seekable else None
+            out.write(wav_header(sr, 0 if seekable else None))  # sizes patched at close
+        elif self.fmt == "flac" and not seekable:
+            self._spool = tempfile.SpooledTemporaryFile(max_size=_FLAC_SPOOL_BYTES)  # noqa: SIM115  # closed by close/abort
+            self._flac_out = self._spool
+        elif self.fmt in _FFMPEG_FORMATS and self.fmt != "flac":
+            # A seekable file lets the muxer go back and fill in its header at the end.
+            self._ffmpeg = _FFmpegWriter(_FFMPEG_FORMATS[self.fmt], sr, out, streaming=not seekable)
+
+    def write(self, wav: np.ndarray) -> None:
+        """Encode one chunk of mono float audio (any length, values outside [-1, 1] clipped)."""
+        wav = _as_mono_float(wav)
+        self.samples += wav.shape[0]
+        if self._ffmpeg is not None:
+            self._ffmpeg.write(wav)
+        elif self.fmt == "flac":
+            if wav.shape[0] == 0:
+                return
+            if self._flac is None:
+                self._flac = sf.SoundFile(self._flac_out, "w", self.sr, 1, format="FLAC", subtype="PCM_16")
+            self._flac.write(np.clip(wav, -1.0, 1.0))
+        else:  # pcm, wav
+            self._out.write(to_pcm16(wav))
+
+    def close(self) -> None:
+        """Finish the file: flush the codec, fill in headers; the bytes on `out` are then one whole file."""
+        if self._ffmpeg is not None:
+            self._ffmpeg.close()
+        elif self.fmt == "flac":
+            if self._flac is not None:
+                self._flac.close()
+            else:  # libsndfile writes nothing at all for no samples: FFmpeg's flac holds an empty stream
+                writer = _FFmpegWriter(_FFMPEG_FORMATS["flac"], self.sr, self._flac_out, streaming=False)
+                writer.close()
+            if self._spool is not None:
+                self._spool.seek(0)
+                shutil.copyfileobj(self._spool, self._out)
+                self._spool.close()
+        elif self._wav_start is not None:
+            data_bytes = 2 * self.samples
+            # past what a RIFF size can hold (24.8 h at 24 kHz), the streaming sizes: players read to the end
+            header = wav_header(self.sr, data_bytes if 36 + data_bytes < _STREAMING_SIZE else None)
+            end = self._out.tell()
+            self._out.seek(self._wav_start)
+            self._out.write(header)
+            self._out.seek(end)
+
+    def abort(self) -> None:
+        """Release the encoder after a failure without finishing the file (its bytes are to be thrown away)."""
+        closers = [w.abort for w in (self._ffmpeg,) if w is not None]
+        closers += [f.close for f in (self._flac, self._spool) if f is not None]
+        for close in closers:
+            # the error that stopped the writing is the one to report, not a follow-up from closing
+            with contextlib.suppress(Exception):
+                close()
+
+
 def encode_audio(wav: np.ndarray, sr: int, fmt: str) -> bytes:
     """Encode mono float audio at `sr` Hz as one complete file of format `fmt` (see AUDIO_FORMATS)."""
-    fmt = check_format(fmt)
-    if fmt == "pcm":
-        return to_pcm16(wav)
-    if fmt == "wav":
-        pcm = to_pcm16(wav)
-        return wav_header(sr, len(pcm)) + pcm
-    if fmt == "flac" and np.asarray(wav).size:  # libsndfile writes nothing at all for no samples: FFmpeg below
-        buffer = io.BytesIO()
-        sf.write(buffer, np.clip(_as_mono_float(wav), -1.0, 1.0), sr, format="FLAC", subtype="PCM_16")
-        return buffer.getvalue()
-    # A seekable buffer lets the muxer go back and fill in its header (for mp3, the encoder delay, so
-    # decoders drop the padding and the length round-trips exactly).
     buffer = io.BytesIO()
-    writer = _FFmpegWriter(_FFMPEG_FORMATS[fmt], sr, buffer, streaming=False)
-    writer.write(_as_mono_float(wav))
-    writer.close()
+    encoder = FileEncoder(buffer, sr, fmt)
+    encoder.write(wav)
+    encoder.close()
     return buffer.getvalue()
+
+
+@contextlib.contextmanager
+def audio_file_writer(path: str | os.PathLike[str], sr: int, fmt: str | None = None) -> Iterator[FileEncoder]:
+    """Write an audio file chunk by chunk: `with audio_file_writer(path, sr) as out: out.write(chunk)...`.
+
+    The format comes from the suffix unless given. The file appears whole when the block ends without an error,
+    or not at all: it is encoded into a temporary file beside the target, renamed over it at the end
+    (`rtvox.fsutil.atomic_open`: modes, links, and devices or FIFOs, written in place, as there). A target that
+    cannot seek (a FIFO) gets the streaming form of the format (see FileEncoder)."""
+    name = format_from_path(path) if fmt is None else check_format(fmt)
+    with atomic_open(path) as fh:
+        encoder = FileEncoder(fh, sr, name)
+        try:
+            yield encoder
+        except BaseException:
+            encoder.abort()
+            raise
+        encoder.close()
 
 
 def write_audio(path: str | os.PathLike[str], wav: np.ndarray, sr: int, fmt: str | None = None) -> Path:
     """Encode `wav` and write it to `path` atomically; the format comes from the suffix unless given."""
-    target = Path(path)
-    data = encode_audio(wav, sr, format_from_path(target) if fmt is None else fmt)
-    return atomic_write_bytes(target, data)
+    with audio_file_writer(path, sr, fmt) as out:
+        out.write(wav)
+    return Path(path)
 
 
 class StreamEncoder:
@@ -157,55 +256,34 @@ class StreamEncoder:
     def __init__(self, fmt: str, sr: int) -> None:
         self.fmt = check_format(fmt)
         self.sr = sr
-        self._closed = False
-        self._header_sent = False
-        self._sink: _ChunkSink | None = None
-        self._writer: _FFmpegWriter | None = None
-        self._held: list[np.ndarray] | None = [] if self.fmt == "flac" else None  # flac goes out whole at flush
-        if self.fmt in _FFMPEG_FORMATS and self._held is None:
-            self._sink = _ChunkSink()
-            self._writer = _FFmpegWriter(_FFMPEG_FORMATS[self.fmt], sr, self._sink, streaming=True)
+        self._sink = _ChunkSink()
+        self._encoder: FileEncoder | None = FileEncoder(self._sink, sr, self.fmt)  # None once flushed
 
     def encode(self, chunk: np.ndarray) -> bytes:
         """Encode one chunk; returns the bytes that are ready (possibly none)."""
-        if self._closed:
+        if self._encoder is None:
             raise RuntimeError("StreamEncoder.encode called after flush")
-        chunk = _as_mono_float(chunk)
-        if self._held is not None:
-            self._held.append(chunk.copy())
-            return b""
-        if self._writer is not None and self._sink is not None:
-            self._writer.write(chunk)
-            return self._sink.take()
-        return self._wav_header_once() + to_pcm16(chunk)
+        self._encoder.write(chunk)
+        return self._sink.take()
 
     def flush(self) -> bytes:
         """End the stream and return the remaining bytes; the encoder cannot be used afterwards."""
-        if self._closed:
+        if self._encoder is None:
             return b""
-        self._closed = True
-        if self._held is not None:  # one complete file whose header carries the length
-            audio = np.concatenate(self._held) if self._held else np.zeros(0, dtype=np.float32)
-            self._held = []
-            return encode_audio(audio, self.sr, self.fmt)
-        if self._writer is not None and self._sink is not None:
-            self._writer.close()
-            return self._sink.take()
-        return self._wav_header_once()
-
-    def _wav_header_once(self) -> bytes:
-        # The header goes out with the first bytes, so even an empty wav stream is a valid file.
-        if self.fmt != "wav" or self._header_sent:
-            return b""
-        self._header_sent = True
-        return wav_header(self.sr, None)
+        encoder, self._encoder = self._encoder, None
+        encoder.close()
+        return self._sink.take()
 
 
-class _ChunkSink:
-    """Write-only, non-seekable file object that collects what FFmpeg writes until it is taken."""
+class _ChunkSink(io.RawIOBase):
+    """Write-only, non-seekable file object that collects what is written until it is taken."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._parts: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
 
     def write(self, data: Any) -> int:
         block = bytes(data)
@@ -253,6 +331,9 @@ class _FFmpegWriter:
             self._encode(self._resampler.resample_chunk(np.zeros(0, dtype=np.float32), last=True))
         for packet in self._stream.encode(None):
             self._container.mux(packet)
+        self._container.close()
+
+    def abort(self) -> None:
         self._container.close()
 
     def _encode(self, wav: np.ndarray) -> None:

@@ -4,7 +4,9 @@
 runs them in large static batches through the same chunk step the service uses, then yields results in request
 order. `speak_document` turns a book into segments (paragraph groups), synthesizes them with `synthesize_many`,
 and keeps each finished segment on disk beside the output, so a crash or Ctrl-C keeps what was done and running
-the same command again continues where it stopped; the output file is written (atomically) only at the end.
+the same command again continues where it stopped; at the end the parts are encoded into the output one at a
+time (memory does not grow with the book), which appears whole when done (atomically) and only then are the
+parts removed.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from rtvox.text.result import FrontendResult
 if TYPE_CHECKING:
     from rtvox.runtime.synthesizer import Synthesizer
 
-ProgressFn = Callable[[int, int], None]  # (chunks done, chunks known so far)
+ProgressFn = Callable[[int, int], None]  # (done, known so far): chunks, or a document's segments
 
 # Requests prepared together; their chunks are sorted by length across the whole window before batching.
 WINDOW_BATCHES = 4
@@ -171,15 +173,17 @@ def speak_document(
     base: SynthesisRequest,
     *,
     max_batch: int = 64,
-    progress: Callable[[int, int], None] | None = None,
+    progress: ProgressFn | None = None,
     warn: Callable[[str], None] | None = None,
+    write_progress: ProgressFn | None = None,
 ) -> float:
     """Synthesize a long text into `output`, resumable; returns the audio seconds written.
 
     `base` carries the settings (its text is ignored). Finished segments live in `<output>.parts/` until the
     output is written; a manifest fingerprint of text, settings and model guards against mixing runs. What the
     frontend leaves out goes to `warn`; a segment with nothing speakable (a line of emoji) is skipped, and only
-    a document with nothing speakable at all is an error.
+    a document with nothing speakable at all is an error. `progress` gets (segments synthesized, segments);
+    `write_progress` then (segments encoded into the output, segments): encoding a long mp3 takes minutes.
     """
 
     segments, fronts = [], []
@@ -196,7 +200,9 @@ def speak_document(
     fingerprint = _fingerprint(synth, segments, base)
     with _parts_folder(output) as parts:
         try:
-            return _speak_segments(synth, segments, fronts, output, fmt, base, parts, fingerprint, max_batch, progress)
+            return _speak_segments(
+                synth, segments, fronts, output, fmt, base, parts, fingerprint, max_batch, progress, write_progress
+            )
         except BaseException:
             if parts.is_dir() and not any(parts.glob("segment-*.npy")):
                 shutil.rmtree(parts, ignore_errors=True)  # nothing done yet: leave no folder behind
@@ -238,10 +244,9 @@ def _speak_segments(
     parts: Path,
     fingerprint: str,
     max_batch: int,
-    progress: Callable[[int, int], None] | None,
+    progress: ProgressFn | None,
+    write_progress: ProgressFn | None,
 ) -> float:
-    from rtvox.audio import write_audio
-
     manifest_path = parts / MANIFEST
     if manifest_path.is_file():
         manifest = json.loads(manifest_path.read_text())
@@ -269,28 +274,60 @@ def _speak_segments(
         done += 1
         if progress is not None:
             progress(done, len(segments))
-    audio = np.concatenate([np.load(part(i)) for i in range(len(segments))])
-    write_audio(output, audio, SAMPLE_RATE, fmt=fmt)
-    shutil.rmtree(parts)
-    return len(audio) / SAMPLE_RATE
+    samples = _write_parts(output, fmt, [part(i) for i in range(len(segments))], write_progress)
+    shutil.rmtree(parts)  # only once the output is whole
+    return samples / SAMPLE_RATE
+
+
+def _write_parts(output: Path, fmt: str, parts: list[Path], progress: ProgressFn | None) -> int:
+    """Encode the parts into `output`, one loaded at a time; returns the samples written."""
+    from rtvox.audio.encode import audio_file_writer
+
+    if progress is not None:
+        progress(0, len(parts))
+    with audio_file_writer(output, SAMPLE_RATE, fmt) as out:
+        for i, part in enumerate(parts):
+            out.write(np.load(part))
+            if progress is not None:
+                progress(i + 1, len(parts))
+    return out.samples
 
 
 def speak_file(
     synth: Synthesizer, text: str, output: Path, fmt: str, settings: dict[str, Any], emotion_ref: Path | None
 ) -> float:
-    """`rtvox speak @file`: speak_document with the CLI's settings and a progress bar on stderr."""
+    """`rtvox speak @file`: speak_document with the CLI's settings; progress bars on stderr (synthesizing, then
+    writing <fmt>)."""
     from tqdm import tqdm
 
     kept = {k: v for k, v in settings.items() if k not in ("max_chars", "duration")}
     ref = None if emotion_ref is None else synth.load_reference(emotion_ref)
     base = SynthesisRequest(text="", emotion_ref=ref, **kept)
-    with tqdm(desc="synthesizing", unit="segment", file=sys.stderr, disable=len(text) < PROGRESS_MIN_CHARS) as bar:
+    quiet = len(text) < PROGRESS_MIN_CHARS
+    with contextlib.ExitStack() as bars:
 
-        def progress(done: int, total: int) -> None:
-            bar.total, bar.n = total, done
-            bar.refresh()
+        def bar_progress(desc: str) -> ProgressFn:
+            bar = None
+
+            def progress(done: int, total: int) -> None:
+                nonlocal bar
+                if bar is None:  # opened at its stage's first report: the writing bar under the finished one
+                    bar = bars.enter_context(tqdm(desc=desc, unit="segment", file=sys.stderr, disable=quiet))
+                bar.total, bar.n = total, done
+                bar.refresh()
+
+            return progress
 
         def warn(message: str) -> None:  # text left out (a script rtvox cannot read): said, as inline speak does
             tqdm.write(f"warning: not spoken: {message}", file=sys.stderr)
 
-        return speak_document(synth, text, output, fmt, base, progress=progress, warn=warn)
+        return speak_document(
+            synth,
+            text,
+            output,
+            fmt,
+            base,
+            progress=bar_progress("synthesizing"),
+            warn=warn,
+            write_progress=bar_progress(f"writing {fmt}"),
+        )
