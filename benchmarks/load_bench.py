@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import sys
 
@@ -45,7 +46,15 @@ def main() -> None:
         help="run the engines in a process of their own (ServiceConfig.engine_process = DEVICE:BACKEND)",
     )
     parser.add_argument("--natural-durations", action="store_true", help="do not set realistic target durations")
+    parser.add_argument(
+        "--dump-stacks-after",
+        type=float,
+        default=None,
+        help="seconds: then print every thread's Python stack (this process only) to stderr and exit (a hang's where)",
+    )
     args = parser.parse_args()
+    if args.dump_stacks_after:
+        faulthandler.dump_traceback_later(args.dump_stacks_after, exit=True)
     config = ServiceConfig(
         max_batch=args.max_batch,
         max_wait_ms=args.max_wait_ms,
