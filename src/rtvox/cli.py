@@ -295,11 +295,12 @@ def serve(
         ),
     ] = None,
     batches_in_flight: Annotated[
-        int,
+        int | None,
         typer.Option(
-            envvar="RTVOX_BATCHES_IN_FLIGHT", help="Batches queued to the engines at once (2: GPU throughput)"
+            envvar="RTVOX_BATCHES_IN_FLIGHT",
+            help="Batches queued to the engines at once (default 2 on a GPU with the captured pipeline, 1 otherwise)",
         ),
-    ] = 1,
+    ] = None,
     engine_process: Annotated[
         bool,
         typer.Option(

@@ -40,7 +40,9 @@ class ServerConfig:
     first_chunk_wait_ms: float | None = None  # batch wait of a first chunk; None → 0 on a GPU, max_wait_ms on the CPU
     # text frontend worker processes; 0 → one thread in the server process; None → up to 8 on a GPU, 0 on the CPU
     frontend_processes: int | None = None
-    batches_in_flight: int = 1  # batches queued to the engines at once (2: the next forms while a step runs)
+    # batches queued to the engines at once (2: the next is launched while the device decodes the last); None → 2
+    # on a GPU with the captured pipeline, 1 otherwise
+    batches_in_flight: int | None = None
     engine_process: bool = False  # the engines in a process of their own (the server's own GIL stays free)
     voices_dir: str | None = None  # where clones are kept; None → $RTVOX_VOICES_DIR or the user data dir
     log_level: str = "info"
@@ -60,7 +62,7 @@ class ServerConfig:
             raise ValueError(f"first_chunk_wait_ms must be a finite number ≥ 0, got {first}")
         if self.frontend_processes is not None and self.frontend_processes < 0:
             raise ValueError(f"frontend_processes must be ≥ 0, got {self.frontend_processes}")
-        if self.batches_in_flight < 1:
+        if self.batches_in_flight is not None and self.batches_in_flight < 1:
             raise ValueError(f"batches_in_flight must be ≥ 1, got {self.batches_in_flight}")
         if self.max_queue < 1 or (self.max_batch is not None and self.max_batch < 1):
             raise ValueError("max_queue and max_batch must be at least 1")

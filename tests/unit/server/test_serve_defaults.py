@@ -31,6 +31,7 @@ def test_gpu_defaults_are_the_serving_load_settings(on_gpu: None, monkeypatch: p
     assert service.synthesizer.backend == "graphs"
     cfg = service.config
     assert (cfg.max_batch, cfg.first_chunk_wait_ms, cfg.frontend_processes, cfg.fallback_device) == (64, 0.0, 8, "cpu")
+    assert cfg.batches_in_flight == 2  # the captured pipeline's launch overlaps the last batch's decode
 
 
 def test_settings_given_win_over_the_gpu_defaults(on_gpu: None) -> None:
@@ -39,6 +40,9 @@ def test_settings_given_win_over_the_gpu_defaults(on_gpu: None) -> None:
     assert service.synthesizer.backend == "eager"
     cfg = service.config
     assert (cfg.max_batch, cfg.first_chunk_wait_ms, cfg.frontend_processes) == (8, 5.0, 0)
+    assert cfg.batches_in_flight == 1  # eager engines: nothing to overlap
+    service = build_service(ServerConfig(batches_in_flight=1))
+    assert service.config.batches_in_flight == 1
 
 
 def test_cpu_defaults_stay_eager_and_small(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -47,3 +51,4 @@ def test_cpu_defaults_stay_eager_and_small(monkeypatch: pytest.MonkeyPatch) -> N
     assert service.synthesizer.backend == "eager"
     cfg = service.config
     assert (cfg.max_batch, cfg.first_chunk_wait_ms, cfg.frontend_processes, cfg.fallback_device) == (16, None, 0, None)
+    assert cfg.batches_in_flight == 1
