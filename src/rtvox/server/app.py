@@ -64,7 +64,8 @@ def create_app(service: SpeechService, config: ServerConfig | None = None) -> Fa
         redoc_url=None,
     )
     app.state.rtvox = state
-    install_error_handlers(app)
+    api_routes = [*routes_openai.router.routes, *routes_voices.router.routes, *routes_native.router.routes]
+    install_error_handlers(app, api_routes)
     auth = [Depends(ApiKeyCheck(config.api_keys))]
     app.include_router(routes_openai.router, dependencies=auth)
     app.include_router(routes_voices.router, dependencies=auth)
@@ -83,7 +84,6 @@ def create_app(service: SpeechService, config: ServerConfig | None = None) -> Fa
             expose_headers=[WARNINGS_HEADER],  # pages may read what of their text was left out
             max_age=600,
         )
-    api_routes = [*routes_openai.router.routes, *routes_voices.router.routes, *routes_native.router.routes]
     app.add_middleware(MetricsMiddleware, metrics=metrics, routes=api_routes)
     return app
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Match
 
 from rtvox.errors import AudioInputError, InputError, RtvoxError, VoiceNotFoundError
 from rtvox.runtime.sched_types import (
@@ -29,6 +31,9 @@ INVALID_REQUEST = "invalid_request_error"
 AUTHENTICATION = "authentication_error"
 RATE_LIMIT = "rate_limit_error"
 SERVER_ERROR = "server_error"
+
+# A path quoted in an error message is cut to this many characters.
+MAX_QUOTED_PATH = 200
 
 # Default (type, code) of plain HTTP errors raised by the framework (unknown path, wrong method, ...).
 _HTTP_CODES: dict[int, tuple[str, str]] = {
@@ -112,21 +117,50 @@ def validation_error(exc: RequestValidationError) -> APIError:
     errors = list(exc.errors())
     if not errors:
         return APIError(400, "the request is invalid", code="invalid_request")
-    first = errors[0]
-    param = _validation_param(first.get("loc", ()))
+    param = _validation_param(errors[0].get("loc", ()))
+    # A field with several accepted shapes (`voice`: a name or {"id": ...}) fails once per shape: the error that
+    # got deepest is the shape the client meant ({"voice": {}} lacks an id; it is not "a valid string").
+    same = [e for e in errors if _validation_param(e.get("loc", ())) == param]
+    first = max(same, key=lambda e: len(e.get("loc", ())))
     kind = str(first.get("type", "invalid"))
     if kind == "json_invalid":
         return APIError(400, "the body is not valid JSON; send a JSON object", code="invalid_json")
-    where = f"'{param}'" if param else "the body"
+    loc = first.get("loc", ())
+    name = f"{param}.{loc[-1]}" if param and len(loc) > 3 else param  # ("body", "voice", "VoiceRef", "id")
+    where = f"'{name}'" if name else "the body"
     message = f"{where}: {first.get('msg', 'invalid value')}"
     if kind == "missing":
         message = f"{where} is required"
-    if len(errors) > 1:
-        message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    if more := len({_validation_param(e.get("loc", ())) for e in errors} - {param}):  # other fields' problems
+        message += f" (and {more} more problem{'s' if more > 1 else ''})"
     return APIError(400, message, param=param, code="missing" if kind == "missing" else "invalid_value")
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def _allowed_methods(request: Request, routes: Sequence[BaseRoute]) -> str:
+    """Every method some route takes at this path: the framework's Allow names only the first route's (GET for
+    /v1/audio/voices, which takes POST too). `routes`: those of included routers, which the app's own list holds
+    only inside their routers."""
+    methods: set[str] = set()
+    for route in (*request.app.router.routes, *routes):
+        taken = getattr(route, "methods", None)
+        if taken and route.matches(request.scope)[0] != Match.NONE:
+            methods |= taken
+    return ", ".join(sorted(methods))
+
+
+def _route_message(request: Request, status: int, allow: str) -> str:
+    """What the framework's bare "Not Found" / "Method Not Allowed" meant, naming the method and path."""
+    path = request.url.path
+    if len(path) > MAX_QUOTED_PATH:
+        path = path[:MAX_QUOTED_PATH] + "…"
+    if status == 405:
+        return f"{request.method} is not allowed on {path}; use {allow or 'another method'} (see /docs)"
+    return f"nothing at {request.method} {path}; see /docs for the API's routes"
+
+
+def install_error_handlers(app: FastAPI, routes: Sequence[BaseRoute] = ()) -> None:
+    """Every error as OpenAI-style JSON; `routes`: the API's routes, for the methods a 405 names."""
+
     async def on_api_error(_: Request, exc: Exception) -> JSONResponse:
         return error_response(to_api_error(exc))
 
@@ -134,7 +168,7 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, RequestValidationError)
         return error_response(validation_error(exc))
 
-    async def on_http(_: Request, exc: Exception) -> JSONResponse:
+    async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         type_, code = _HTTP_CODES.get(
             exc.status_code, (INVALID_REQUEST if exc.status_code < 500 else SERVER_ERROR, None)
@@ -143,6 +177,10 @@ def install_error_handlers(app: FastAPI) -> None:
         message = str(exc.detail).rstrip(".")
         if exc.status_code == 400:  # the framework could not parse the body at all
             message += "; send UTF-8 JSON with Content-Type: application/json (multipart/form-data for uploads)"
+        elif exc.status_code in (404, 405) and exc.detail == HTTPStatus(exc.status_code).phrase:
+            if exc.status_code == 405:
+                headers["Allow"] = _allowed_methods(request, routes) or headers.get("Allow", "")
+            message = _route_message(request, exc.status_code, headers.get("Allow", ""))
         return error_response(APIError(exc.status_code, message, type=type_, code=code, headers=headers))
 
     app.add_exception_handler(APIError, on_api_error)

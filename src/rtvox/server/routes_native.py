@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 from fastapi import APIRouter, Depends, Request
@@ -13,6 +15,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from rtvox.audio.encode import MEDIA_TYPES
 from rtvox.audio.reference import prepare_reference
 from rtvox.constants import SAMPLE_RATE
+from rtvox.errors import InputError
 from rtvox.runtime.types import SynthesisRequest
 from rtvox.server.errors import APIError
 from rtvox.server.instructions import Style, parse_instructions
@@ -44,9 +47,10 @@ async def tts(body: TTSRequest, request: Request) -> StreamingResponse | JSONRes
     started = time.perf_counter()
     state = get_state(request)
     _check_combinations(body)
-    synthesis, stretch = await _build_request(body, state)
-    timeline = Timeline(await state.frontend(body.text)) if body.timestamps else None
-    stream = await state.open_stream(synthesis, endpoint="tts", started=started, stretch=stretch, text_param="text")
+    with _text_field_is_text():
+        synthesis, stretch = await _build_request(body, state)
+        timeline = Timeline(await state.frontend(body.text)) if body.timestamps else None
+        stream = await state.open_stream(synthesis, endpoint="tts", started=started, stretch=stretch, text_param="text")
     fmt = body.response_format
     if body.stream_format == "sse":
         return StreamingResponse(
@@ -67,6 +71,17 @@ async def tts(body: TTSRequest, request: Request) -> StreamingResponse | JSONRes
         )
         return JSONResponse(result.model_dump(exclude_none=True), headers=stream.headers())
     return StreamingResponse(audio_body(stream, fmt), media_type=MEDIA_TYPES[fmt], headers=stream.headers())
+
+
+@contextmanager
+def _text_field_is_text() -> Iterator[None]:
+    """The runtime and the frontend call the text `input` (OpenAI's field); this endpoint's field is `text`."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.param == "input":
+            exc.param = "text"
+        raise
 
 
 def _check_combinations(body: TTSRequest) -> None:

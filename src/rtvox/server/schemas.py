@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -41,9 +41,9 @@ class SpeechRequest(BaseModel):
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False)  # NaN/Infinity: "should be a finite number"
     model: str = Field(max_length=128, description="tts-1, tts-1-hd, gpt-4o-mini-tts or the loaded rtvox model")
     input: str = Field(min_length=1, max_length=MAX_INPUT_CHARS, description="Text to speak (zh, en or mixed)")
-    voice: str | VoiceRef = Field(
+    voice: Annotated[str, Field(max_length=MAX_NAME_CHARS)] | VoiceRef = Field(
         description="A built-in voice, an OpenAI voice name (mapped to a built-in) or a cloned voice id"
-    )
+    )  # bounded as /v1/tts's: an unknown voice is quoted back in the error message
     instructions: str | None = Field(
         default=None,
         max_length=MAX_INSTRUCTIONS_CHARS,

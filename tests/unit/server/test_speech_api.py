@@ -137,8 +137,32 @@ def test_missing_fields_and_bad_json(client: TestClient) -> None:
     assert_openai_error(response, 400)
     response = client.post("/v1/audio/speech", content=b"input=hi", headers={"content-type": "text/plain"})
     assert_openai_error(response, 415)
-    assert_openai_error(client.get("/v1/audio/speech"), 405)
-    assert_openai_error(client.get("/v1/nothing-here"), 404)
+    wrong_method = client.get("/v1/audio/speech")
+    error = assert_openai_error(wrong_method, 405)  # the message says what was asked and what to use instead
+    assert error["message"] == "GET is not allowed on /v1/audio/speech; use POST (see /docs)"
+    assert wrong_method.headers["allow"] == "POST"
+    both = client.put("/v1/audio/voices")  # two routes share this path: Allow names both methods
+    assert both.status_code == 405 and both.headers["allow"] == "GET, POST"
+    assert "use GET, POST" in both.json()["error"]["message"]
+    error = assert_openai_error(client.get("/v1/nothing-here"), 404)
+    assert "GET /v1/nothing-here" in str(error["message"])
+    error = assert_openai_error(client.get("/v1/" + "x" * 5000), 404)
+    assert len(str(error["message"])) < 300
+
+
+def test_validation_messages_name_the_shape_that_was_sent(client: TestClient) -> None:
+    # `voice` is a name or {"id": ...}: a bad object is not "a valid string", and its two failed shapes are one
+    # problem, not two
+    for voice, message in (
+        ({}, "'voice.id' is required"),
+        ({"id": 5}, "'voice.id': Input should be a valid string"),
+        ({"id": "v" * 65}, "'voice.id': String should have at most 64 characters"),
+        (7, "'voice': Input should be a valid string"),
+    ):
+        assert assert_openai_error(speech(client, voice=voice), 400, "voice")["message"] == message
+    body = {"voice": 7, "speed": 9}  # besides the missing `model`: no input, a bad voice, a bad speed
+    error = assert_openai_error(client.post("/v1/audio/speech", json=body), 400, "model")
+    assert error["message"] == "'model' is required (and 3 more problems)"
 
 
 def test_queue_full_is_429_with_retry_after(fake_service: FakeService) -> None:
@@ -242,6 +266,14 @@ def test_tts_bad_requests(client: TestClient, fields: dict[str, object], param: 
     assert_openai_error(response, response.status_code, param)
 
 
+@pytest.mark.parametrize("timestamps", [False, True])
+@pytest.mark.parametrize("text", ["。。。！", "😀🎉", "还[huan9]钱", "   "])
+def test_tts_text_errors_name_the_text_field(client: TestClient, text: str, timestamps: bool) -> None:
+    # the runtime calls the text `input` (OpenAI's field); /v1/tts has no such field: its errors name `text`
+    fields: dict[str, object] = {"stream_format": "json", "timestamps": True} if timestamps else {}
+    assert_openai_error(tts(client, text=text, **fields), 400, "text")
+
+
 def test_tts_short_reference_clip_is_400(client: TestClient) -> None:
     wav = (DATA / "speech_en_female_16k.wav").read_bytes()[: 44 + 16000 * 2]  # 1 s: under the 3 s minimum
     response = tts(client, speaker_reference=base64.b64encode(wav).decode())
@@ -287,3 +319,6 @@ def test_non_finite_numbers_and_unknown_voice_labels_get_errors_that_say_so(clie
     for name in ("Zoé", "my voice", "../etc"):  # labels a clone may carry: unknown, not "invalid"
         error = assert_openai_error(speech(client, voice=name), 400, "voice")
         assert error["code"] == "voice_not_found" and "unknown voice" in str(error["message"])
+    for response in (speech(client, voice="v" * 100_000), tts(client, voice="v" * 100_000)):  # not quoted back
+        error = assert_openai_error(response, 400, "voice")
+        assert len(str(error["message"])) < 500 and "128 characters" in str(error["message"])
