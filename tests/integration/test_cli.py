@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -112,6 +113,21 @@ def test_speak_with_reference_clip(tiny_model: Path, tmp_path: Path) -> None:
     assert out.stat().st_size > 44
 
 
+def test_speak_with_a_reference_clip_from_a_pipe(tiny_model: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "clip.fifo"  # as `--ref <(curl ...)` gives it: read once, then drained
+    os.mkfifo(fifo)
+    out = tmp_path / "ref.wav"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rtvox", "speak", "Hi.", "-o", str(out), "--model", str(tiny_model), "--ref", str(fifo)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    fifo.write_bytes((DATA / "speech_en_male_16k.wav").read_bytes())
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    assert out.stat().st_size > 44
+
+
 @pytest.mark.parametrize(
     ("extra", "needle"),
     [
@@ -121,7 +137,9 @@ def test_speak_with_reference_clip(tiny_model: Path, tmp_path: Path) -> None:
         (["你好", "--speed", "9"], "speed must be"),
         (["你好", "--duration", "-1"], "duration must be"),
         (["你好", "--format", "xyz"], "unsupported audio format"),
-        (["你好", "--ref", "README.md"], "could not decode"),
+        (["你好", "--ref", "README.md"], "could not decode README.md as audio"),  # the file, not an API field
+        (["你好", "--emotion-ref", "README.md"], "could not decode README.md as audio"),
+        (["你好", "--ref", "/dev/null"], "reference clip /dev/null is empty"),
         (["你好", "--voice", "anna", "--ref", "README.md"], "either --voice or --ref"),
         (["你好", "--voice", " "], "--voice is empty"),
         (["你好", "--emotion", "happy", "--emotion-ref", "README.md"], "either --emotion or --emotion-ref"),

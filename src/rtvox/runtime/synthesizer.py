@@ -166,10 +166,13 @@ class Synthesizer:
         """GE2E embedding of a reference clip, cached by a hash of the clip's bytes; a bad clip raises
         AudioInputError naming `param` (the request field it came in)."""
         data = self._reference_bytes(reference)
+        source = self._decode_source(reference, data)
         return self.embedding_cache.get_or_compute(
             SPEAKER_CACHE_NS,
             data,
-            lambda: self.speaker_encoder.embed_utterance(prepare_reference(data, sr=SPEAKER_SAMPLE_RATE, param=param)),
+            lambda: self.speaker_encoder.embed_utterance(
+                prepare_reference(source, sr=SPEAKER_SAMPLE_RATE, param=param)
+            ),
         )
 
     def embed_emotion(self, reference: np.ndarray) -> np.ndarray:
@@ -208,11 +211,16 @@ class Synthesizer:
         if isinstance(reference, np.ndarray):
             raise InputError("pass reference audio as a file path or encoded bytes, not a bare array")
         try:
-            return Path(reference).read_bytes()
+            data = Path(reference).read_bytes()
         except FileNotFoundError:
             raise AudioInputError(f"reference clip {reference} does not exist", param="reference_audio") from None
         except OSError as exc:
             raise AudioInputError(f"cannot read reference clip {reference}: {exc.strerror}") from None
+        if not data:  # an empty file, or a device or pipe that gave nothing: name it, not an API field
+            raise AudioInputError(
+                f"reference clip {reference} is empty; give 3–30 s of speech", param="reference_audio"
+            )
+        return data
 
     def load_reference(self, reference: AudioSource, sr: int = SAMPLE_RATE) -> np.ndarray:
         """A reference clip (path or encoded bytes) decoded, checked and resampled to `sr` (emotion_ref input)."""
@@ -220,7 +228,15 @@ class Synthesizer:
 
     @classmethod
     def _reference(cls, reference: AudioSource, sr: int) -> np.ndarray:
-        return prepare_reference(cls._reference_bytes(reference), sr=sr)
+        return prepare_reference(cls._decode_source(reference, cls._reference_bytes(reference)), sr=sr)
+
+    @staticmethod
+    def _decode_source(reference: AudioSource, data: bytes) -> bytes | Path:
+        """What to decode: a regular file by its path, so a clip that is not audio is named in the error (its
+        bytes, already read, stay the cache key); uploaded bytes, and a pipe already drained, as bytes."""
+        if isinstance(reference, str | os.PathLike) and Path(reference).is_file():
+            return Path(reference)
+        return data
 
     # ------------------------------------------------------------------ synthesis
     def synthesize(self, text: str, **kwargs: Any) -> SynthesisResult:
