@@ -16,6 +16,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rtvox.server import routes_native, routes_openai, routes_voices
 from rtvox.server.config import ServerConfig
@@ -73,6 +74,7 @@ def create_app(service: SpeechService, config: ServerConfig | None = None) -> Fa
     _add_operator_routes(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     # Each add wraps the ones before: metrics see every response (413s and CORS preflights included).
+    app.add_middleware(HeadAsGetMiddleware)
     app.add_middleware(CutStreamMiddleware)
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
     if config.cors_origins:
@@ -112,19 +114,27 @@ def _add_operator_routes(app: FastAPI) -> None:
                      code="not_ready", headers={"Retry-After": "1"})
         )  # fmt: skip
 
-    # HEAD too (load balancers and uptime probes check with it): the GET's status and headers, no body
-    @app.head("/health", include_in_schema=False)
-    async def health_head(request: Request) -> Response:
-        await health(request)
-        return Response(status_code=200)
-
-    @app.head("/ready", include_in_schema=False)
-    async def ready_head(request: Request) -> Response:
-        answer = await ready(request)
-        return Response(
-            status_code=answer.status_code, headers={k: v for k, v in answer.headers.items() if k == "retry-after"}
-        )
-
     @app.get("/metrics", summary="Prometheus metrics", response_class=Response)
     async def metrics(request: Request) -> Response:
         return Response(get_state(request).metrics.exposition(), media_type=CONTENT_TYPE)
+
+
+class HeadAsGetMiddleware:
+    """HEAD wherever GET works (HTTP asks it of servers; uptime probes and `curl -I` use it): the request runs as
+    a GET and the response keeps its status and headers (Content-Length included) and loses its body. FastAPI's
+    routes take only the methods they name; the middlewares outside this one still see HEAD."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def headers_only(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)

@@ -69,6 +69,13 @@ def test_health_ready_metrics(client: TestClient) -> None:
     assert client.get("/health").json()["status"] == "ok"
     assert client.get("/ready").json()["ready"] is True
     assert client.head("/health").status_code == client.head("/ready").status_code == 200  # probes that use HEAD
+    for path in ("/", "/docs", "/v1/models", "/v1/audio/voices", "/openapi.json"):  # HEAD wherever GET works
+        got, head = client.get(path), client.head(path)
+        assert head.status_code == 200 and not head.content, path
+        assert head.headers["content-type"] == got.headers["content-type"], path
+        assert head.headers["content-length"] == str(len(got.content)), path
+    missing = client.head("/v1/nothing")
+    assert missing.status_code == 404 and not missing.content
     speech(client)
     speech(client, voice="nobody")
     text = client.get("/metrics").text
