@@ -209,14 +209,15 @@ def voices_add(
     reference: Annotated[Path, typer.Argument(help="Reference clip, 3–30 s of one speaker")],
     model: ModelOpt = None,
 ) -> None:
-    """Clone a voice from a reference clip and keep it for later use."""
+    """Clone a voice from a reference clip and keep it for later use (replacing a clone of the same name)."""
 
     def body() -> None:
         from rtvox.runtime import Synthesizer
 
         synth = Synthesizer(model, device="cpu")
+        existed = synth.voices.has(name)  # a clone of that name is replaced: said, not done silently
         voice = synth.clone_voice(name, reference)
-        typer.echo(f"added voice {voice.name} ({synth.voices.clones_dir})")
+        typer.echo(f"{'replaced' if existed else 'added'} voice {voice.name} ({synth.voices.clones_dir})")
 
     _run(body)
 

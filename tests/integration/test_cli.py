@@ -205,7 +205,9 @@ def test_missing_model_is_an_operator_error(tmp_path: Path) -> None:
 def test_voices_add_list_rm(tiny_model: Path) -> None:
     model = ["--model", str(tiny_model)]
     added = runner.invoke(app, ["voices", "add", "alice", str(DATA / "speech_en_female_16k.wav"), *model])
-    assert added.exit_code == 0, added.output
+    assert added.exit_code == 0 and added.output.startswith("added voice alice"), added.output
+    again = runner.invoke(app, ["voices", "add", "alice", str(DATA / "speech_en_male_16k.wav"), *model])
+    assert again.exit_code == 0 and again.output.startswith("replaced voice alice"), again.output
     listed = runner.invoke(app, ["voices", "list", "--json", *model])
     rows = json.loads(listed.stdout)
     assert {"name": "alice", "builtin": False} in [{k: r[k] for k in ("name", "builtin")} for r in rows]
