@@ -49,10 +49,11 @@ async def create_voice(
         )
     clip = await _read_limited(audio_sample, state.config.max_upload_bytes)
     if not clip:
-        raise APIError(400, "audio_sample is empty; upload 3–30 s of speech", param="audio_sample")
+        message = "audio_sample is empty; upload 3–30 s of speech"
+        raise APIError(400, message, param="audio_sample", code="invalid_audio")
     label = name.strip()
     if not label or not label.isprintable():
-        raise APIError(400, "name must be printable text, not blank", param="name")
+        raise APIError(400, "name must be printable text, not blank", param="name", code="invalid_value")
     return await state.voices.clone(label, clip)
 
 
@@ -63,7 +64,10 @@ async def _read_limited(upload: UploadFile, limit: int) -> bytes:
         size += len(block)
         if size > limit:
             raise APIError(
-                413, f"audio_sample is over the {limit}-byte limit; upload a shorter clip", param="audio_sample"
+                413,
+                f"audio_sample is over the {limit}-byte limit; upload a shorter clip",
+                param="audio_sample",
+                code="request_too_large",  # as the body limit's 413
             )
         parts.append(block)
     return b"".join(parts)

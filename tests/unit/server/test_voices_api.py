@@ -70,8 +70,8 @@ def test_bad_uploads(client: TestClient) -> None:
     assert "reference_audio" not in str(error["message"])  # the message names the field the clip came in
     assert_openai_error(upload(client, clip=CLIP[: 44 + 16000]), 400, "audio_sample")  # 0.5 s
     assert_openai_error(upload(client, media="text/plain"), 415, "audio_sample")
-    assert_openai_error(upload(client, name="   "), 400, "name")
-    assert_openai_error(upload(client, clip=b""), 400, "audio_sample")
+    assert assert_openai_error(upload(client, name="   "), 400, "name")["code"] == "invalid_value"
+    assert assert_openai_error(upload(client, clip=b""), 400, "audio_sample")["code"] == "invalid_audio"
     missing = client.post("/v1/audio/voices", data={"name": "x"}, files={"other": ("a.wav", CLIP, "audio/wav")})
     assert_openai_error(missing, 400, "audio_sample")
     assert_openai_error(client.post("/v1/audio/voices", json={"name": "x"}), 415)
@@ -79,7 +79,7 @@ def test_bad_uploads(client: TestClient) -> None:
 
 def test_upload_size_limit(fake_service: FakeService) -> None:
     with make_client(fake_service, max_upload_bytes=64 * 1024) as client:
-        assert_openai_error(upload(client, clip=CLIP), 413)
+        assert assert_openai_error(upload(client, clip=CLIP), 413, "audio_sample")["code"] == "request_too_large"
 
 
 def test_a_clone_answers_to_its_unique_upload_name(client: TestClient, fake_service: FakeService) -> None:
