@@ -250,8 +250,10 @@ def _warnings(skipped: dict[str, list[str]]) -> list[str]:
     for lang, texts in skipped.items():
         examples = ", ".join(repr(t) for t in texts[:MAX_WARNING_EXAMPLES])
         more = f" and {len(texts) - MAX_WARNING_EXAMPLES} more" if len(texts) > MAX_WARNING_EXAMPLES else ""
-        what = {"zh": "Chinese characters with no known reading", "en": "words espeak-ng cannot read"}.get(
-            lang, f"text in an unsupported script ({lang})"
-        )
-        out.append(f"skipped {len(texts)} {what}: {examples}{more}; they are not spoken")
+        one, many = {
+            "zh": ("Chinese character with no known reading", "Chinese characters with no known reading"),
+            "en": ("word espeak-ng cannot read", "words espeak-ng cannot read"),
+        }.get(lang, ("piece of text in a script rtvox does not read", "pieces of text in a script rtvox does not read"))
+        what, verb = (one, "it is") if len(texts) == 1 else (many, "they are")
+        out.append(f"skipped {len(texts)} {what}: {examples}{more}; {verb} not spoken")
     return out

@@ -53,6 +53,13 @@ def test_other_scripts_are_reported_not_dropped(frontend: Frontend) -> None:
     assert result.chunks[0].phonemes[-1] == "#4"
 
 
+def test_skipped_text_warnings_count_in_words(frontend: Frontend) -> None:
+    one = frontend.process("Hello Привет.").warnings
+    assert one == ("skipped 1 piece of text in a script rtvox does not read: 'Привет'; it is not spoken",)
+    (two,) = frontend.process("Hello Привет, мир.").warnings
+    assert two.startswith("skipped 2 pieces of text") and two.endswith("they are not spoken")
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
