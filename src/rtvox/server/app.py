@@ -137,4 +137,9 @@ class HeadAsGetMiddleware:
                 message = {**message, "body": b""}
             await send(message)
 
-        await self.app({**scope, "method": "GET"}, receive, headers_only)
+        inner = {**scope, "method": "GET"}
+        try:
+            await self.app(inner, receive, headers_only)
+        finally:
+            if "route" in inner:  # what the router matched, for the metrics outside (they label by route)
+                scope["route"] = inner["route"]

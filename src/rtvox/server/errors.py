@@ -145,6 +145,8 @@ def _allowed_methods(request: Request, routes: Sequence[BaseRoute]) -> str:
         taken = getattr(route, "methods", None)
         if taken and route.matches(request.scope)[0] != Match.NONE:
             methods |= taken
+    if "GET" in methods:
+        methods.add("HEAD")  # every GET route answers HEAD too (app.HeadAsGetMiddleware)
     return ", ".join(sorted(methods))
 
 

@@ -76,6 +76,7 @@ def test_health_ready_metrics(client: TestClient) -> None:
         assert head.headers["content-length"] == str(len(got.content)), path
     missing = client.head("/v1/nothing")
     assert missing.status_code == 404 and not missing.content
+    assert 'rtvox_http_requests_total{method="HEAD",route="/health",status="200"}' in client.get("/metrics").text
     speech(client)
     speech(client, voice="nobody")
     text = client.get("/metrics").text

@@ -142,7 +142,7 @@ def test_missing_fields_and_bad_json(client: TestClient) -> None:
     assert error["message"] == "GET is not allowed on /v1/audio/speech; use POST (see /docs)"
     assert wrong_method.headers["allow"] == "POST"
     both = client.put("/v1/audio/voices")  # two routes share this path: Allow names both methods
-    assert both.status_code == 405 and both.headers["allow"] == "GET, POST"
+    assert both.status_code == 405 and both.headers["allow"] == "GET, HEAD, POST"
     assert "use GET, POST" in both.json()["error"]["message"]
     error = assert_openai_error(client.get("/v1/nothing-here"), 404)
     assert "GET /v1/nothing-here" in str(error["message"])
