@@ -143,7 +143,7 @@ def test_missing_fields_and_bad_json(client: TestClient) -> None:
     assert wrong_method.headers["allow"] == "POST"
     both = client.put("/v1/audio/voices")  # two routes share this path: Allow names both methods
     assert both.status_code == 405 and both.headers["allow"] == "GET, HEAD, POST"
-    assert "use GET, POST" in both.json()["error"]["message"]
+    assert "use GET, HEAD, POST" in both.json()["error"]["message"]
     error = assert_openai_error(client.get("/v1/nothing-here"), 404)
     assert "GET /v1/nothing-here" in str(error["message"])
     error = assert_openai_error(client.get("/v1/" + "x" * 5000), 404)
