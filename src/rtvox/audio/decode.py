@@ -24,14 +24,16 @@ _FIX_HINT = "send wav/flac/mp3/ogg"
 _BLOCK_FRAMES = 1 << 16
 
 
-def decode_audio(src: AudioSource, *, max_seconds: float | None = None, param: str = "audio") -> tuple[np.ndarray, int]:
+def decode_audio(
+    src: AudioSource, *, max_seconds: float | None = None, param: str = "audio", label: str | None = None
+) -> tuple[np.ndarray, int]:
     """Decode `src` (encoded bytes or a file path) to float32 mono in [-1, 1] at its own sample rate.
 
     Channels are averaged. `max_seconds` bounds the work a hostile upload can cause (a tiny FLAC of silence
     can expand to hours): decoding stops and fails once the audio is longer. `param` names the request field
-    in the error.
+    in the error; `label` names bytes read from somewhere the caller knows (a file's path) instead.
     """
-    label, sf_source, av_source = _open_source(src, param)
+    label, sf_source, av_source = _open_source(src, param, label)
     try:
         wav, sr = _decode_soundfile(sf_source, max_seconds)
     except (sf.SoundFileError, ValueError) as sf_error:
@@ -82,13 +84,14 @@ def to_mono(wav: np.ndarray) -> np.ndarray:
     return wav.mean(axis=1, dtype=np.float32)
 
 
-def _open_source(src: AudioSource, param: str) -> tuple[str, io.BytesIO | str, io.BytesIO | str]:
+def _open_source(src: AudioSource, param: str, label: str | None) -> tuple[str, io.BytesIO | str, io.BytesIO | str]:
     """Return a label for messages and one independent handle per decoder (each reads from the start)."""
     if isinstance(src, bytes | bytearray | memoryview):
         data = bytes(src)
+        name = label or f"the {param}"
         if not data:
-            raise AudioInputError(f"could not decode the {param} as audio: it is empty; {_FIX_HINT}", param=param)
-        return f"the {param}", io.BytesIO(data), io.BytesIO(data)
+            raise AudioInputError(f"could not decode {name} as audio: it is empty; {_FIX_HINT}", param=param)
+        return name, io.BytesIO(data), io.BytesIO(data)
     path = Path(src)
     if not path.is_file():
         raise AudioInputError(f"could not decode {path} as audio: no such file; check the path", param=param)

@@ -35,6 +35,7 @@ def prepare_reference(
     max_seconds: float = REF_MAX_SECONDS,
     target_lufs: float = DEFAULT_TARGET_LUFS,
     param: str = DEFAULT_PARAM,
+    label: str | None = None,
 ) -> np.ndarray:
     """Decode an uploaded reference clip and return it checked, trimmed and leveled: float32 mono at `sr` Hz.
 
@@ -42,7 +43,7 @@ def prepare_reference(
     the speaker encoder directly. Raises AudioInputError (with `param` as the field name) when the clip
     cannot be decoded or is silent, too short, too long or clipped.
     """
-    wav, sr_in = decode_audio(src, max_seconds=max(DECODE_LIMIT_SECONDS, max_seconds), param=param)
+    wav, sr_in = decode_audio(src, max_seconds=max(DECODE_LIMIT_SECONDS, max_seconds), param=param, label=label)
     return prepare_reference_array(
         wav,
         sr_in,

@@ -166,12 +166,12 @@ class Synthesizer:
         """GE2E embedding of a reference clip, cached by a hash of the clip's bytes; a bad clip raises
         AudioInputError naming `param` (the request field it came in)."""
         data = self._reference_bytes(reference)
-        source = self._decode_source(reference, data)
+        label = self._reference_label(reference)
         return self.embedding_cache.get_or_compute(
             SPEAKER_CACHE_NS,
             data,
             lambda: self.speaker_encoder.embed_utterance(
-                prepare_reference(source, sr=SPEAKER_SAMPLE_RATE, param=param)
+                prepare_reference(data, sr=SPEAKER_SAMPLE_RATE, param=param, label=label)
             ),
         )
 
@@ -228,15 +228,13 @@ class Synthesizer:
 
     @classmethod
     def _reference(cls, reference: AudioSource, sr: int) -> np.ndarray:
-        return prepare_reference(cls._decode_source(reference, cls._reference_bytes(reference)), sr=sr)
+        return prepare_reference(cls._reference_bytes(reference), sr=sr, label=cls._reference_label(reference))
 
     @staticmethod
-    def _decode_source(reference: AudioSource, data: bytes) -> bytes | Path:
-        """What to decode: a regular file by its path, so a clip that is not audio is named in the error (its
-        bytes, already read, stay the cache key); uploaded bytes, and a pipe already drained, as bytes."""
-        if isinstance(reference, str | os.PathLike) and Path(reference).is_file():
-            return Path(reference)
-        return data
+    def _reference_label(reference: AudioSource) -> str | None:
+        """How a clip's errors name it: a file (or pipe) by its path; uploaded bytes by their request field. The
+        clip is decoded from the bytes read once, which are also its cache key."""
+        return str(reference) if isinstance(reference, str | os.PathLike) else None
 
     # ------------------------------------------------------------------ synthesis
     def synthesize(self, text: str, **kwargs: Any) -> SynthesisResult:
