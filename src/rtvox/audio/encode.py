@@ -146,6 +146,8 @@ class FileEncoder:
         self.samples = 0  # written so far
         self._out = out
         seekable = out.seekable()
+        if seekable and out.tell() != 0:  # libsndfile and FFmpeg seek to absolute offsets to fill in headers
+            raise ValueError("FileEncoder writes a whole file: give it an output positioned at its start")
         self._wav_start: int | None = None  # where the wav header to patch at close begins
         self._ffmpeg: _FFmpegWriter | None = None
         self._flac: sf.SoundFile | None = None  # opened at the first sample (no samples: see close)
@@ -231,10 +233,10 @@ def audio_file_writer(path: str | os.PathLike[str], sr: int, fmt: str | None = N
         encoder = FileEncoder(fh, sr, name)
         try:
             yield encoder
-        except BaseException:
+            encoder.close()
+        except BaseException:  # the caller's error, or the codec's at close (a disk that fills): nothing is kept
             encoder.abort()
             raise
-        encoder.close()
 
 
 def write_audio(path: str | os.PathLike[str], wav: np.ndarray, sr: int, fmt: str | None = None) -> Path:

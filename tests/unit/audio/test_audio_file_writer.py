@@ -166,3 +166,32 @@ def test_a_fifo_gets_a_file_that_decodes(fmt: str, tmp_path: Path, speech: Speec
         out = _decode(data, fmt)
         assert whole.shape[0] - 5 <= out.shape[0] <= whole.shape[0] + MAX_EXTRA_SAMPLES
         assert correlate(whole, out) > 0.97
+
+
+@pytest.mark.parametrize("fmt", ["wav", "flac", "mp3"])
+def test_a_failure_at_close_leaves_the_target_untouched(
+    fmt: str, tmp_path: Path, speech: Speech, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The codec's own last step failing (a disk that fills while the header is written) keeps nothing either."""
+    from rtvox.audio.encode import FileEncoder
+
+    def full_disk(self: FileEncoder) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(FileEncoder, "close", full_disk)
+    path = tmp_path / f"book.{fmt}"
+    path.write_bytes(b"the old book")
+    with pytest.raises(OSError, match="No space left"):
+        _write(path, [speech(SR, 0.5)], fmt)
+    assert [p.name for p in tmp_path.iterdir()] == [path.name] and path.read_bytes() == b"the old book"
+
+
+def test_an_output_not_at_its_start_is_refused() -> None:
+    import io
+
+    from rtvox.audio.encode import FileEncoder
+
+    out = io.BytesIO(b"PREFIX")
+    out.seek(0, io.SEEK_END)
+    with pytest.raises(ValueError, match="positioned at its start"):
+        FileEncoder(out, SR, "flac")
