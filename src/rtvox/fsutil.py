@@ -31,13 +31,17 @@ def atomic_open(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     /dev/null or /dev/stdout's target, a FIFO, a terminal — is written to in place: renaming over it would put a
     regular file where the device was."""
     target = Path(os.path.realpath(path))
-    if target.exists() and not stat.S_ISREG(target.stat().st_mode):
-        if target.is_dir():
+    try:  # through `path` itself: /dev/stdout on a pipe resolves to a name ("pipe:[N]") that no folder holds
+        st: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(f"{path} is a folder")
-        with open(target, "wb") as fh:
+        with open(path, "wb") as fh:
             yield fh
         return
-    mode = target.stat().st_mode & 0o777 if target.exists() else NEW_FILE_MODE
+    mode = st.st_mode & 0o777 if st is not None else NEW_FILE_MODE
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -46,6 +46,20 @@ def test_a_fifo_is_written_in_place(tmp_path: Path) -> None:
     assert got == [b"audio bytes"] and stat.S_ISFIFO(fifo.stat().st_mode)
 
 
+def test_a_pipe_named_through_proc_is_written_in_place() -> None:
+    """/dev/stdout when stdout is a pipe: the link resolves to "pipe:[N]", which names no file in any folder."""
+    read_end, write_end = os.pipe()
+    try:
+        atomic_write_bytes(f"/proc/self/fd/{write_end}", b"audio bytes")
+        os.close(write_end)
+        write_end = -1
+        assert os.read(read_end, 100) == b"audio bytes"
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
+
+
 def test_a_folder_is_refused(tmp_path: Path) -> None:
     with pytest.raises(IsADirectoryError):
         atomic_write_bytes(tmp_path, b"x")
