@@ -50,7 +50,7 @@ async def tts(body: TTSRequest, request: Request) -> StreamingResponse | JSONRes
     with _text_field_is_text():
         synthesis, stretch = await _build_request(body, state)
         timeline = Timeline(await state.frontend(body.text)) if body.timestamps else None
-        stream = await state.open_stream(synthesis, endpoint="tts", started=started, stretch=stretch, text_param="text")
+        stream = await state.open_stream(synthesis, endpoint="tts", started=started, stretch=stretch)
     fmt = body.response_format
     if body.stream_format == "sse":
         return StreamingResponse(

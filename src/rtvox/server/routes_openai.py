@@ -54,9 +54,7 @@ async def create_speech(body: SpeechRequest, request: Request) -> StreamingRespo
         speed=plan.model_speed,
         max_chars=state.config.max_input_chars,
     )
-    stream = await state.open_stream(
-        synthesis, endpoint="speech", started=started, stretch=plan.stretch, text_param="input"
-    )
+    stream = await state.open_stream(synthesis, endpoint="speech", started=started, stretch=plan.stretch)
     fmt = body.response_format
     if body.stream_format == "sse":
         return StreamingResponse(

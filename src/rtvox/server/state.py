@@ -59,9 +59,10 @@ class ServerState:
             )
 
     async def open_stream(
-        self, request: SynthesisRequest, *, endpoint: str, started: float, stretch: float, text_param: str
+        self, request: SynthesisRequest, *, endpoint: str, started: float, stretch: float
     ) -> ChunkStream:
-        """Submit `request` and wait for its first chunk (errors before it become JSON responses)."""
+        """Submit `request` and wait for its first chunk (errors before it become JSON responses). Text errors name
+        `input`, the runtime's (and OpenAI's) field; /v1/tts renames it to its own `text`."""
         try:
             return await ChunkStream.open(
                 self.service,
@@ -82,7 +83,7 @@ class ServerState:
                 skipped = "; ".join(front.warnings) or "no Chinese or English words"
                 raise TextError(
                     f"the text has nothing this model can speak ({skipped}); give Chinese or English words",
-                    param=text_param,
+                    param="input",
                 ) from None
             raise
 
