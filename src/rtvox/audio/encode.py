@@ -264,7 +264,7 @@ class StreamEncoder:
     def encode(self, chunk: np.ndarray) -> bytes:
         """Encode one chunk; returns the bytes that are ready (possibly none)."""
         if self._encoder is None:
-            raise RuntimeError("StreamEncoder.encode called after flush")
+            raise RuntimeError("StreamEncoder.encode called after flush or abort")
         self._encoder.write(chunk)
         return self._sink.take()
 
@@ -275,6 +275,16 @@ class StreamEncoder:
         encoder, self._encoder = self._encoder, None
         encoder.close()
         return self._sink.take()
+
+    def abort(self) -> None:
+        """End a stream that will not be finished (its client left, it failed): release the codec now rather
+        than when the garbage collector finds it; what was held back is dropped. Safe to call more than once
+        and after `flush` (then it does nothing); not while `encode` or `flush` runs on another thread."""
+        if self._encoder is None:
+            return
+        encoder, self._encoder = self._encoder, None
+        encoder.abort()
+        self._sink.take()
 
 
 class _ChunkSink(io.RawIOBase):

@@ -113,21 +113,43 @@ async def _close(iterator: AsyncIterator[AudioChunk]) -> None:
 
 
 class Encoder:
-    """A StreamEncoder that moves the costly codecs off the event loop."""
+    """A StreamEncoder that moves the costly codecs off the event loop. A body that ends without `flush` (the
+    client went away, the stream failed) calls `release`, which frees the codec at once."""
 
     def __init__(self, fmt: str) -> None:
         self._encoder = StreamEncoder(fmt, SAMPLE_RATE)
         self._inline = fmt in _INLINE_FORMATS
+        self._running: asyncio.Future[bytes] | None = None  # the codec's call on a worker thread, if any
 
     async def encode(self, audio: np.ndarray) -> bytes:
         if self._inline:
             return self._encoder.encode(audio)
-        return await asyncio.to_thread(self._encoder.encode, audio)
+        return await self._off_loop(self._encoder.encode, audio)
 
     async def flush(self) -> bytes:
         if self._inline:
             return self._encoder.flush()
-        return await asyncio.to_thread(self._encoder.flush)
+        return await self._off_loop(self._encoder.flush)
+
+    async def _off_loop(self, fn: Callable[..., bytes], *args: object) -> bytes:
+        # shielded: a cancelled request (client gone) stops waiting, but the thread's call runs to its end, and
+        # `release` must not free the codec under it
+        self._running = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        return await asyncio.shield(self._running)
+
+    def release(self) -> None:
+        """Free the codec of a stream that will not be flushed (a no-op after `flush`); if a call of it still
+        runs on its thread, once that call returns."""
+        running = self._running
+        if running is None or running.done():
+            self._encoder.abort()
+        else:
+            running.add_done_callback(self._abort_after)
+
+    def _abort_after(self, running: asyncio.Future[bytes]) -> None:
+        if not running.cancelled():
+            running.exception()  # nobody awaits it any more: its error (if any) is not news, the client is gone
+        self._encoder.abort()
 
 
 class StreamCut(Exception):
@@ -155,6 +177,8 @@ async def audio_body(stream: ChunkStream, fmt: str) -> AsyncIterator[bytes]:
         else:
             log.exception("a %s stream failed after %d bytes", fmt, sent)
         raise StreamCut(str(exc)) from exc
+    finally:  # a client that left (the body closed or cancelled mid-stream) or a failure: free the codec now
+        encoder.release()
     if tail:
         yield tail
 
@@ -193,10 +217,12 @@ async def openai_sse_body(stream: ChunkStream, fmt: str, input_chars: int) -> As
                 data = await encoder.encode(audio)
                 if data:
                     yield sse_event({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()})
+        tail = await encoder.flush()
     except Exception as exc:  # the stream is already 200: say what broke in-band, then end it
         yield sse_error(exc)
         return
-    tail = await encoder.flush()
+    finally:
+        encoder.release()
     if tail:
         yield sse_event({"type": "speech.audio.delta", "audio": base64.b64encode(tail).decode()})
     frames = round(stream.audio_seconds * FRAMES_PER_SECOND)
@@ -219,10 +245,12 @@ async def native_sse_body(stream: ChunkStream, fmt: str, timeline: Timeline | No
                     event["words"] = [w.model_dump() for w in words]
                     event["phonemes"] = [p.model_dump() for p in phonemes]
                 yield sse_event(event)
+        tail = await encoder.flush()
     except Exception as exc:  # the stream is already 200: say what broke in-band, then end it
         yield sse_error(exc)
         return
-    tail = await encoder.flush()
+    finally:
+        encoder.release()
     if tail:
         yield sse_event({"type": "speech.audio.delta", "audio": base64.b64encode(tail).decode()})
     yield sse_event({"type": "speech.audio.done", "duration": round(stream.audio_seconds, 6)})
@@ -232,12 +260,15 @@ async def collect(stream: ChunkStream, fmt: str, on_chunk: Callable[[AudioChunk,
     """The whole file at once (stream_format=json); `on_chunk(chunk, samples_sent)` sees each chunk."""
     encoder = Encoder(fmt)
     parts = []
-    async with aclosing(stream.chunks()) as chunks:
-        async for chunk, audio in chunks:
-            if on_chunk is not None:
-                on_chunk(chunk, len(audio))
-            parts.append(await encoder.encode(audio))
-    parts.append(await encoder.flush())
+    try:
+        async with aclosing(stream.chunks()) as chunks:
+            async for chunk, audio in chunks:
+                if on_chunk is not None:
+                    on_chunk(chunk, len(audio))
+                parts.append(await encoder.encode(audio))
+        parts.append(await encoder.flush())
+    finally:
+        encoder.release()
     data = b"".join(parts)
     if fmt == "wav" and len(data) >= WAV_HEADER_BYTES:  # the whole file is known: real sizes, not streaming ones
         data = wav_header(SAMPLE_RATE, len(data) - WAV_HEADER_BYTES) + data[WAV_HEADER_BYTES:]
