@@ -70,24 +70,30 @@ def bench_batch(
         step._fused.pdl = False
     tables = [list(range(b * per_seq, (b + 1) * per_seq)) for b in range(batch)]
     gen = torch.Generator().manual_seed(0)
+    prompts: list[list[int]] = []
     with torch.no_grad():
         for b in range(batch):  # prefill each sequence
             phonemes = torch.randint(1, config.text_vocab, (1, prompt), generator=gen).to(device)
+            prompts.append(phonemes[0].tolist())
             cond = torch.randn(1, config.cond_dim, generator=gen).to(device, dtype)
             x = model.prompt_embeddings(cond, torch.zeros(1, dtype=torch.long, device=device), phonemes)
             pos = torch.arange(x.shape[1], device=device)[None]
             model.forward_paged(x, pos, cache, torch.tensor([tables[b]], device=device))
         position = prompt + 3
         last = [0] * batch
+        pointer = [0] * batch  # phoneme-pointer models: each row's pointer, moved on the host by its token
         times = []
         first = None
         for i in range(warmup + steps):
             _sync(device)
             t0 = time.perf_counter()
-            logits = step(last, [position] * batch, tables)
+            pointers = [model.pointer_triple(prompts[b], pointer[b]) for b in range(batch)] if config.advances else None
+            logits = step(last, [position] * batch, tables, pointers)
             if first is None:
                 first = logits.float().cpu()
             last = logits.argmax(-1).tolist()  # the host sync a real step has too
+            if config.advances:
+                pointer = [min(p + model.advance(t), prompt - 1) for p, t in zip(pointer, last, strict=True)]
             _sync(device)
             if i >= warmup:
                 times.append(time.perf_counter() - t0)
@@ -155,9 +161,10 @@ def kernel_profile(step: StaticDecodeStep, replays: int = 20) -> dict[str, Any]:
 
 def step_weight_bytes(model: ARDecoder) -> int:
     """Weight bytes one decode step must read: every block, the final norm and the head, plus one row each of
-    the code and position embeddings (the count, text and cond embeddings are prompt-only)."""
+    the code and position embeddings, and a phoneme-pointer model's three pointer rows (the count, text and cond
+    embeddings are prompt-only)."""
     read = [*model.blocks.parameters(), *model.norm.parameters(), *model.head.parameters()]
-    rows = 2 * model.config.dim
+    rows = (2 + (3 if model.config.advances else 0)) * model.config.dim
     elem = model.head.weight.element_size()
     return sum(p.numel() * p.element_size() for p in read) + rows * elem
 
@@ -287,6 +294,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--prompt", type=int, default=40)
     parser.add_argument("--block-size", type=int, default=16)
+    parser.add_argument(
+        "--advances",
+        type=int,
+        default=0,
+        help="phoneme-pointer tokens (code x A + advance, as the trained family): A; 0 = plain codes",
+    )
+    parser.add_argument("--n-codes", type=int, default=None, help="token vocabulary (with --advances: codes x A)")
     parser.add_argument("--variants", default="eager,graph,inductor-graph", help=f"some of {sorted(VARIANTS)}")
     parser.add_argument(
         "--fused-tiles",
@@ -306,7 +320,10 @@ def main() -> None:
         if hasattr(torch._dynamo.config, name):
             setattr(torch._dynamo.config, name, 64)
     torch.manual_seed(0)
-    model = ARDecoder(ARConfig.preset(args.preset)).to(device, dtype).eval()
+    overrides: dict[str, int] = {"advances": args.advances}
+    if args.n_codes is not None:
+        overrides["n_codes"] = args.n_codes
+    model = ARDecoder(ARConfig.preset(args.preset, **overrides)).to(device, dtype).eval()
     report: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu x{torch.get_num_threads()}",

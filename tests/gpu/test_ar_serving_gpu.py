@@ -39,17 +39,19 @@ def test_cuda_graph_decode_gives_exact_lengths_and_batch_invariant_rows(tmp_path
         assert float(np.abs(out.audio - alone.audio).max()) <= 1e-3 * peak
 
 
+@pytest.mark.parametrize("advances", [0, 4])
 @pytest.mark.parametrize("batch", [1, 5, 16])
-def test_fused_triton_decode_is_as_close_to_fp32_as_eager_bf16(batch: int) -> None:
+def test_fused_triton_decode_is_as_close_to_fp32_as_eager_bf16(batch: int, advances: int) -> None:
     """rtvox.engines.ar_fused compiled, bf16, captured in a CUDA graph (StaticDecodeStep), against the fp32 paged
     forward: its logits are no further from fp32 than the eager bf16 forward's (batch 1: the GEMV path; 5 and 16:
-    the tensor-core path), and replays give identical logits."""
+    the tensor-core path), and replays give identical logits — for plain codes and for phoneme-pointer tokens
+    (`advances` 4: the fed token's embedding gets its three pointer rows, as the trained family's)."""
     pytest.importorskip("triton")
     from rtvox.models.ar import ARConfig, ARDecoder, PagedKVCache
     from rtvox.runtime.ar import StaticDecodeStep
 
     torch.manual_seed(batch)
-    cfg = ARConfig.preset("small", dim=256, heads=4, layers=4)
+    cfg = ARConfig.preset("small", dim=256, heads=4, layers=4, advances=advances)
     ref = ARDecoder(cfg).cuda().eval()
     low = ARDecoder(cfg).cuda().eval()
     low.load_state_dict(ref.state_dict())
@@ -67,12 +69,17 @@ def test_fused_triton_decode_is_as_close_to_fp32_as_eager_bf16(batch: int) -> No
     positions = [int(p) for p in torch.randint(0, per_seq * bs - 1, (batch,), generator=gen).tolist()]
     tables = [list(range(b * per_seq, (b + 1) * per_seq)) for b in range(batch)]
     last = [int(c) for c in torch.randint(0, cfg.n_codes, (batch,), generator=gen).tolist()]
+    pointers = None
+    if advances:  # each row somewhere in its own random phonemes
+        rows = torch.randint(1, cfg.text_vocab, (batch, 30), generator=gen).tolist()
+        at = torch.randint(0, 30, (batch,), generator=gen).tolist()
+        pointers = [ARDecoder.pointer_triple(r, p) for r, p in zip(rows, at, strict=True)]
     with torch.no_grad():
-        want = StaticDecodeStep(ref, caches["fp32"])(last, positions, tables).float()
-        eager = StaticDecodeStep(low, caches["eager"])(last, positions, tables).float()
+        want = StaticDecodeStep(ref, caches["fp32"])(last, positions, tables, pointers).float()
+        eager = StaticDecodeStep(low, caches["eager"])(last, positions, tables, pointers).float()
         step = StaticDecodeStep(low, caches["fused"], cuda_graph=True, kernels="triton")
-        got = step(last, positions, tables).float()
-        again = [step(last, positions, tables).float() for _ in range(3)]  # replays of the captured graph
+        got = step(last, positions, tables, pointers).float()
+        again = [step(last, positions, tables, pointers).float() for _ in range(3)]  # replays of the captured graph
     assert all(torch.equal(got, a) for a in again)
     eager_err = float((eager - want).abs().max())
     fused_err = float((got - want).abs().max())
