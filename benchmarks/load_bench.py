@@ -38,6 +38,12 @@ def main() -> None:
         "--saturation-clients", type=int, default=0, help="closed-loop clients for the throughput-under-load phase"
     )
     parser.add_argument(
+        "--service-processes",
+        type=int,
+        default=1,
+        help="serve the levels from this many service processes on the device (as `rtvox serve --workers`)",
+    )
+    parser.add_argument(
         "--gil-switch-ms", type=float, default=0.5, help="the GIL switch interval while serving (0: leave Python's)"
     )
     parser.add_argument(
@@ -80,6 +86,7 @@ def main() -> None:
         baseline_requests=args.baseline_requests,
         realistic_durations=not args.natural_durations,
         saturation_clients=args.saturation_clients,
+        service_processes=args.service_processes,
         config=config,
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
     )

@@ -14,6 +14,7 @@ run. `run_load_bench` returns a JSON-able result.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import platform
 import time
@@ -122,6 +123,11 @@ class LevelResult:
     device_decode_ms_mean: float = float("nan")
     # the engine thread's wall ms per step by phase (prep, launch_encode, wait_encode, launch_decode, d2h, chunks)
     host_ms_per_step: dict[str, float] = field(default_factory=dict)
+    # with several service processes on one device (`service_processes` > 1): each process's own figures
+    # (clients, streams, audio_s_per_s, engine and device fields); the fields above are over all of them, the device
+    # ones summed (device_busy is then the sum of each process's spans, which overlap where the device time-slices
+    # between them: an upper bound, not a share)
+    processes: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -255,6 +261,187 @@ def _device_use(before: dict[str, float] | None, after: dict[str, float] | None,
     }
 
 
+async def _serve_level(
+    synth: Synthesizer,
+    config: ServiceConfig,
+    engine_process: EngineProcess | None,
+    texts: Sequence[BenchText],
+    n: int,
+    level_duration_s: float,
+    think_time_s: float,
+    realistic_durations: bool,
+    rng: np.random.Generator,
+    listen: bool,
+    start_at: float | None = None,
+) -> dict[str, Any]:
+    """One level on a fresh TTSService over `synth` (clients start at wall-clock `start_at`, if given): the raw
+    figures `_merge_level` folds into a LevelResult (plain types, so a worker process can send them)."""
+    service = TTSService(synth, config, engine_process=engine_process)
+    await service.start()
+    if start_at is not None:
+        await asyncio.sleep(max(0.0, start_at - time.time()))
+    spans_before = _device_spans(service)
+    records, errors, wall = await _run_level(
+        service, texts, n, level_duration_s, think_time_s, realistic_durations, rng, listen
+    )
+    hist = service.stats()["batch_size_histogram"]
+    primary = service.health()["engines"]["primary"]
+    device = _device_use(spans_before, _device_spans(service), wall)
+    await service.stop()
+    return {
+        "clients": n,
+        "records": [(r.ttfa_s, r.audio_s, r.wall_s, r.stalled) for r in records],
+        "errors": errors,
+        "wall_s": wall,
+        "histogram": {int(k): int(v) for k, v in hist.items()},
+        "busy_s": float(primary["busy_s"]),
+        "step_s": float(primary["step_s"]),
+        "steps": int(primary["steps"]),
+        "device": device,
+    }
+
+
+def _merge_level(n: int, parts: Sequence[dict[str, Any]], ttfa_p99_target_s: float) -> LevelResult:
+    """A LevelResult over the raw figures of one service process or several that served the level together."""
+    records = [StreamRecord(*r) for part in parts for r in part["records"]]
+    errors = sum(int(part["errors"]) for part in parts)
+    wall = max(float(part["wall_s"]) for part in parts)
+    ttfa = [r.ttfa_s for r in records]
+    hist: dict[int, int] = {}
+    for part in parts:
+        for size, count in part["histogram"].items():
+            hist[int(size)] = hist.get(int(size), 0) + int(count)
+    device: dict[str, Any] = dict(parts[0]["device"]) if len(parts) == 1 else {}
+    if len(parts) > 1 and all(part["device"] for part in parts):
+        device = {
+            "device_busy": sum(part["device"]["device_busy"] for part in parts),
+            "device_encode_ms_mean": float(np.mean([part["device"]["device_encode_ms_mean"] for part in parts])),
+            "device_decode_ms_mean": float(np.mean([part["device"]["device_decode_ms_mean"] for part in parts])),
+        }
+    per_process = []
+    if len(parts) > 1:
+        for part in parts:
+            audio = sum(r[1] for r in part["records"])
+            per_process.append(
+                {
+                    "clients": part["clients"],
+                    "streams": len(part["records"]),
+                    "errors": part["errors"],
+                    "audio_s_per_s": audio / part["wall_s"],
+                    "engine_busy": part["busy_s"] / part["wall_s"],
+                    "step_ms_mean": part["step_s"] / max(1, part["steps"]) * 1000.0,
+                    **part["device"],
+                }
+            )
+    steps = sum(int(part["steps"]) for part in parts)
+    return LevelResult(
+        concurrency=n,
+        streams=len(records),
+        errors=errors,
+        ttfa_p50_ms=_percentile_ms(ttfa, 50),
+        ttfa_p99_ms=_percentile_ms(ttfa, 99),
+        rtf_p50=float(np.median([r.rtf for r in records])) if records else float("nan"),
+        rtf_max=max((r.rtf for r in records), default=float("nan")),
+        stalled_streams=sum(r.stalled for r in records),
+        audio_s_per_s=sum(r.audio_s for r in records) / wall,
+        passed=bool(records)
+        and errors == 0
+        and not any(r.stalled for r in records)
+        and _percentile_ms(ttfa, 99) <= ttfa_p99_target_s * 1000.0,
+        batch_size_histogram=dict(sorted(hist.items())),
+        engine_busy=float(np.mean([part["busy_s"] / part["wall_s"] for part in parts])),
+        engine_in_steps=float(np.mean([part["step_s"] / part["wall_s"] for part in parts])),
+        step_ms_mean=sum(float(part["step_s"]) for part in parts) / max(1, steps) * 1000.0,
+        processes=per_process,
+        **device,
+    )
+
+
+class _ServiceWorkers:
+    """`count` service processes (spawned) on the model and device of `synth`, each with its own engines; a
+    level goes to all of them at once, the clients split evenly, started at one wall-clock moment."""
+
+    def __init__(self, count: int, synth: Synthesizer, config: ServiceConfig, seed: int) -> None:
+        self.count = count
+        self.args = (str(synth.model_dir), str(synth.device), synth.backend, config, seed)
+        self.conns: list[Any] = []
+        self.procs: list[Any] = []
+
+    def start(self) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        for index in range(self.count):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_service_worker, args=(child, index, *self.args), daemon=True)
+            proc.start()
+            child.close()
+            self.conns.append(parent)
+            self.procs.append(proc)
+        for index, conn in enumerate(self.conns):  # each built and warmed its engines
+            kind, payload = conn.recv()
+            if kind != "ready":
+                raise RuntimeError(f"service process {index} failed to start: {payload}")
+
+    def run_level(
+        self, n: int, listen: bool, duration_s: float, think_time_s: float, realistic: bool
+    ) -> list[dict[str, Any]]:
+        shares = [n // self.count + (1 if i < n % self.count else 0) for i in range(self.count)]
+        start_at = time.time() + 2.0  # every service started and idle before any client runs
+        for conn, share in zip(self.conns, shares, strict=True):
+            conn.send(("level", share, listen, duration_s, think_time_s, realistic, start_at))
+        parts = []
+        for index, conn in enumerate(self.conns):
+            kind, payload = conn.recv()
+            if kind != "level":
+                raise RuntimeError(f"service process {index} failed a level: {payload}")
+            parts.append(payload)
+        return [part for part in parts if part["clients"] > 0]
+
+    def close(self) -> None:
+        for conn in self.conns:
+            with contextlib.suppress(OSError):  # a process that died has no pipe left
+                conn.send(("stop",))
+        for proc in self.procs:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()
+
+
+def _service_worker(
+    conn: Any, index: int, model: str, device: str, backend: str, config: ServiceConfig, seed: int
+) -> None:
+    """A service process of `_ServiceWorkers`: builds and warms its engines, then serves levels on request."""
+    try:
+        synth = Synthesizer(model, device=device, backend=backend)
+        warm_up(synth)
+        texts = make_texts(512, seed)
+        rng = np.random.default_rng([seed, index + 1])
+    except Exception as exc:
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        return
+    conn.send(("ready", None))
+    while True:
+        message = conn.recv()
+        if message[0] == "stop":
+            return
+        _, n, listen, duration_s, think_time_s, realistic, start_at = message
+        try:
+            part = (
+                asyncio.run(
+                    _serve_level(
+                        synth, config, None, texts, n, duration_s, think_time_s, realistic, rng, listen, start_at
+                    )
+                )
+                if n > 0
+                else {"clients": 0}
+            )
+        except Exception as exc:
+            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            return
+        conn.send(("level", part))
+
+
 def run_load_bench(
     model: str | None = None,
     *,
@@ -271,6 +458,7 @@ def run_load_bench(
     seed: int = 0,
     stop_after_failures: int = 2,
     saturation_clients: int = 0,
+    service_processes: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> LoadBenchResult:
     """Measure TTFA and real-time capacity at each concurrency level, and the one-at-a-time baseline.
@@ -279,7 +467,14 @@ def run_load_bench(
     `realistic_durations` gives every request a target duration from typical speaking rates (see module doc).
     `saturation_clients` > 0 adds a closed-loop phase of that many clients that do not listen (each sends its next
     request when a stream ends): throughput under load, against the one-at-a-time baseline.
+    `service_processes` > 1 serves the levels from that many service processes on the same device (as `rtvox serve
+    --workers`), each with its own engines, event loop and GIL and an even share of the clients, started together;
+    the baseline is still one request at a time in this process.
     """
+    if service_processes < 1:
+        raise ValueError(f"service_processes must be at least 1, got {service_processes}")
+    if service_processes > 1 and config is not None and config.engine_process is not None:
+        raise ValueError("service processes and an engine process do not combine: each worker has its own engines")
     synth = synthesizer if synthesizer is not None else Synthesizer(model, device=device, backend=backend)
     config = config or ServiceConfig(fallback_device=None, default_deadline_s=None, max_queue=1024)
     texts = make_texts(512, seed)
@@ -303,38 +498,27 @@ def run_load_bench(
         synth = host
         engine_process.start()
 
+    workers = _ServiceWorkers(service_processes, synth, config, seed) if service_processes > 1 else None
+
     async def run_one(n: int, rng: np.random.Generator, listen: bool) -> LevelResult:
-        service = TTSService(synth, config, engine_process=engine_process)
-        await service.start()
-        spans_before = _device_spans(service)
-        records, errors, wall = await _run_level(
-            service, texts, n, level_duration_s, think_time_s, realistic_durations, rng, listen
-        )
-        hist = service.stats()["batch_size_histogram"]
-        primary = service.health()["engines"]["primary"]
-        device = _device_use(spans_before, _device_spans(service), wall)
-        await service.stop()
-        ttfa = [r.ttfa_s for r in records]
-        level = LevelResult(
-            concurrency=n,
-            streams=len(records),
-            errors=errors,
-            ttfa_p50_ms=_percentile_ms(ttfa, 50),
-            ttfa_p99_ms=_percentile_ms(ttfa, 99),
-            rtf_p50=float(np.median([r.rtf for r in records])) if records else float("nan"),
-            rtf_max=max((r.rtf for r in records), default=float("nan")),
-            stalled_streams=sum(r.stalled for r in records),
-            audio_s_per_s=sum(r.audio_s for r in records) / wall,
-            passed=bool(records)
-            and errors == 0
-            and not any(r.stalled for r in records)
-            and _percentile_ms(ttfa, 99) <= ttfa_p99_target_s * 1000.0,
-            batch_size_histogram=dict(hist),
-            engine_busy=primary["busy_s"] / wall,
-            engine_in_steps=primary["step_s"] / wall,
-            step_ms_mean=primary["step_s"] / max(1, primary["steps"]) * 1000.0,
-            **device,
-        )
+        if workers is not None:
+            parts = workers.run_level(n, listen, level_duration_s, think_time_s, realistic_durations)
+        else:
+            parts = [
+                await _serve_level(
+                    synth,
+                    config,
+                    engine_process,
+                    texts,
+                    n,
+                    level_duration_s,
+                    think_time_s,
+                    realistic_durations,
+                    rng,
+                    listen,
+                )
+            ]
+        level = _merge_level(n, parts, ttfa_p99_target_s)
         say(f"{'N' if listen else 'saturation N'}={n}: {asdict(level)}")
         return level
 
@@ -352,10 +536,14 @@ def run_load_bench(
         return results, saturation
 
     try:
+        if workers is not None:
+            workers.start()
         results, saturation = asyncio.run(levels_main())
     finally:
         if engine_process is not None:
             engine_process.close()
+        if workers is not None:
+            workers.close()
     passing = [lv.concurrency for lv in results if lv.passed]
     best = max((lv.audio_s_per_s for lv in [*results, *([saturation] if saturation else [])]), default=0.0)
     return LoadBenchResult(
@@ -388,6 +576,7 @@ def run_load_bench(
             "engine_process": config.engine_process,
             "bucket_edges": None if config.bucket_edges is None else list(config.bucket_edges),
             "saturation_clients": saturation_clients,
+            "service_processes": service_processes,
             "seed": seed,
         },
         baseline=baseline,

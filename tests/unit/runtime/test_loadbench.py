@@ -72,3 +72,31 @@ def test_saturation_phase_and_frontend_processes(rsynth: Synthesizer) -> None:
     assert data["settings"]["bucket_edges"] == [16, 48, 200]
     best = max(sat["audio_s_per_s"], data["levels"][0]["audio_s_per_s"])
     assert abs(data["throughput_vs_baseline"] - best / data["baseline"]["audio_s_per_s"]) < 1e-9
+
+
+def test_service_processes_share_the_clients_and_merge(rsynth: Synthesizer) -> None:
+    """With two service processes each serves its share of a level's clients on engines of its own (the model
+    loaded there from its directory); the level's figures are over both, and each process's own are kept."""
+    from rtvox.runtime.service import ServiceConfig
+
+    config = ServiceConfig(fallback_device=None, default_deadline_s=None)
+    result = run_load_bench(
+        synthesizer=rsynth,
+        levels=(3,),
+        level_duration_s=0.6,
+        think_time_s=0.05,
+        baseline_requests=2,
+        saturation_clients=4,
+        config=config,
+        service_processes=2,
+    )
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["settings"]["service_processes"] == 2
+    for level in (data["levels"][0], data["saturation"]):
+        parts = level["processes"]
+        assert [p["clients"] for p in parts] == ([2, 1] if level["concurrency"] == 3 else [2, 2])
+        assert all(p["streams"] >= 1 and p["errors"] == 0 for p in parts)
+        assert level["streams"] == sum(p["streams"] for p in parts) and level["errors"] == 0
+        assert level["audio_s_per_s"] > 0
+    with pytest.raises(ValueError, match="service_processes"):
+        run_load_bench(synthesizer=rsynth, levels=(1,), service_processes=0)
