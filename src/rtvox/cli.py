@@ -308,6 +308,13 @@ def serve(
             envvar="RTVOX_ENGINE_PROCESS", help="Run the engines in a process of their own (GPU serving under load)"
         ),
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(
+            envvar="RTVOX_WORKERS",
+            help="Server processes on the port, each with its own engines (more throughput under load)",
+        ),
+    ] = 1,
     log_level: Annotated[
         str, typer.Option(envvar="RTVOX_LOG_LEVEL", help="critical, error, warning, info, debug or trace")
     ] = "info",
@@ -337,6 +344,7 @@ def serve(
                 frontend_processes=frontend_processes,
                 batches_in_flight=batches_in_flight,
                 engine_process=engine_process,
+                workers=workers,
                 log_level=log_level.lower(),
             )
         except ValueError as exc:

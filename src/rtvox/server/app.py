@@ -6,7 +6,9 @@ from a tiny random model). The app starts and stops the service with its own lif
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -48,10 +50,15 @@ def create_app(service: SpeechService, config: ServerConfig | None = None) -> Fa
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await service.start()
         state.started = True
+        # under server workers: this worker's runtime figures, for the /metrics of whichever worker is scraped
+        publisher = asyncio.get_running_loop().create_task(metrics.publish()) if metrics.shared_dir else None
         try:
             yield
         finally:
             state.started = False
+            if publisher is not None:
+                publisher.cancel()
+                metrics.retire()
             await state.voices.close()
             await service.stop()
 
@@ -102,7 +109,7 @@ def _add_operator_routes(app: FastAPI) -> None:
     @app.get("/health", summary="Liveness: the process answers")
     async def health(request: Request) -> dict[str, Any]:
         state = get_state(request)
-        return {"status": "ok", "service": state.service.health()}
+        return {"status": "ok", "worker": os.getpid(), "service": state.service.health()}
 
     @app.get("/ready", summary="Readiness: engines loaded and warm", responses={503: {"description": "Not ready"}})
     async def ready(request: Request) -> JSONResponse:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from dataclasses import dataclass, field
 
@@ -17,6 +19,7 @@ JSON_BODY_OVERHEAD_BYTES = 64 * 1024
 
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")  # uvicorn's
+MAX_WORKERS = 64
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,9 @@ class ServerConfig:
     # on a GPU with the captured pipeline, 1 otherwise
     batches_in_flight: int | None = None
     engine_process: bool = False  # the engines in a process of their own (the server's own GIL stays free)
+    # server processes on one port, each with its own engines, event loop and GIL (uvicorn workers); clones,
+    # metrics and (with Redis) embeddings are shared between them
+    workers: int = 1
     voices_dir: str | None = None  # where clones are kept; None → $RTVOX_VOICES_DIR or the user data dir
     log_level: str = "info"
     model_aliases: tuple[str, ...] = field(
@@ -62,6 +68,8 @@ class ServerConfig:
             raise ValueError(f"first_chunk_wait_ms must be a finite number ≥ 0, got {first}")
         if self.frontend_processes is not None and self.frontend_processes < 0:
             raise ValueError(f"frontend_processes must be ≥ 0, got {self.frontend_processes}")
+        if not 1 <= self.workers <= MAX_WORKERS:
+            raise ValueError(f"workers must be 1-{MAX_WORKERS}, got {self.workers}")
         if self.batches_in_flight is not None and self.batches_in_flight < 1:
             raise ValueError(f"batches_in_flight must be ≥ 1, got {self.batches_in_flight}")
         if self.max_queue < 1 or (self.max_batch is not None and self.max_batch < 1):
@@ -74,6 +82,17 @@ class ServerConfig:
             raise ValueError(f"deadline_s must be > 0 (or unset for none), got {self.deadline_s}")
         if any(not key.strip() for key in self.api_keys):
             raise ValueError("api_keys must not contain empty keys")
+
+    def to_json(self) -> str:
+        """The settings as JSON (how `rtvox serve --workers` hands them to its worker processes)."""
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ServerConfig:
+        data = json.loads(text)
+        for name in ("api_keys", "cors_origins", "model_aliases"):
+            data[name] = tuple(data[name])
+        return cls(**data)
 
     @property
     def max_json_bytes(self) -> int:

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import logging
+import os
+from typing import TYPE_CHECKING
 
 from rtvox.server.config import ServerConfig
+from rtvox.server.metrics import METRICS_DIR_ENV
 from rtvox.server.protocol import SpeechService
 
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
 log = logging.getLogger("rtvox.server")
+WORKER_CONFIG_ENV = "RTVOX_SERVE_CONFIG"  # the settings, as JSON, for `rtvox serve --workers` processes
 
 
 def build_service(config: ServerConfig) -> SpeechService:
     """The real TTSService for `config`: a Synthesizer on the chosen device, with a CPU fallback on GPUs; unset
     settings take the device's defaults."""
-    import os
     from pathlib import Path
 
     from rtvox.runtime.service import ServiceConfig, TTSService
@@ -31,8 +37,12 @@ def build_service(config: ServerConfig) -> SpeechService:
     # time to first audio unchanged (BENCHMARKS.md, run 22); elsewhere a step is the host's own work, nothing overlaps.
     depth = config.batches_in_flight or (2 if gpu and backend == "graphs" else 1)
     frontends = config.frontend_processes
-    if frontends is None:
-        frontends = min(8, max(0, (os.cpu_count() or 1) - 2)) if gpu else 0
+    if frontends is None:  # the host's cores shared among the server processes
+        frontends = max(1, min(8, max(0, (os.cpu_count() or 1) - 2)) // config.workers) if gpu else 0
+    if not gpu and config.workers > 1:  # each worker's torch threads: its share of the cores, not all of them
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // config.workers))
     # With the engines in their own process this one prepares requests and is their fallback: it stays on the CPU.
     device, host_backend = ("cpu", "eager") if config.engine_process else (config.device, backend)
     synth = Synthesizer(config.model, device=device, backend=host_backend, voices_dir=voices_dir)
@@ -59,8 +69,53 @@ def serve(config: ServerConfig) -> None:
 
     from rtvox.server.app import create_app
 
-    logging.basicConfig(level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _log_setup(config)
+    if config.workers > 1:
+        _serve_workers(config)
+        return
     service = build_service(config)
     app = create_app(service, config)
     log.info("rtvox serving model %s on http://%s:%d", service.synthesizer.model_dir, config.host, config.port)
     uvicorn.run(app, host=config.host, port=config.port, log_level=config.log_level, access_log=False)
+
+
+def _log_setup(config: ServerConfig) -> None:
+    logging.basicConfig(level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _serve_workers(config: ServerConfig) -> None:
+    """`config.workers` uvicorn worker processes on one socket, each building its own service (`worker_app`).
+
+    Why: under load one server process is bound by its own host work — the event loop, the scheduler and the
+    engine thread share one GIL, and the device idles while they wait for it (BENCHMARKS.md, serving load) —
+    so several processes keep one device (or the CPU's cores) busier. What they share: the clones folder (each
+    worker re-reads it when it changes), Redis when configured, and the metrics (prometheus_client's
+    multiprocess files plus each worker's runtime snapshot, in one folder, summed at every scrape)."""
+    import tempfile
+
+    import uvicorn
+
+    os.environ[WORKER_CONFIG_ENV] = config.to_json()
+    with tempfile.TemporaryDirectory(prefix="rtvox-metrics-") as shared:
+        os.environ[METRICS_DIR_ENV] = shared  # read when a worker imports prometheus_client: before anything
+        log.info("rtvox serving on http://%s:%d with %d worker processes", config.host, config.port, config.workers)
+        uvicorn.run(
+            "rtvox.server.serve:worker_app",
+            factory=True,
+            workers=config.workers,
+            host=config.host,
+            port=config.port,
+            log_level=config.log_level,
+            access_log=False,
+        )
+
+
+def worker_app() -> FastAPI:
+    """One worker's app (uvicorn's factory, in each worker process of `rtvox serve --workers N`)."""
+    from rtvox.server.app import create_app
+
+    config = ServerConfig.from_json(os.environ[WORKER_CONFIG_ENV])
+    _log_setup(config)
+    service = build_service(config)
+    log.info("worker %d serving model %s", os.getpid(), service.synthesizer.model_dir)
+    return create_app(service, config)
