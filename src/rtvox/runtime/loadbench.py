@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import platform
 import time
@@ -373,7 +374,7 @@ class _ServiceWorkers:
         ctx = multiprocessing.get_context("spawn")
         for index in range(self.count):
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_service_worker, args=(child, index, *self.args), daemon=True)
+            proc = ctx.Process(target=_service_worker, args=(child, index, *self.args))  # not daemonic: it has children
             proc.start()
             child.close()
             self.conns.append(parent)
@@ -499,6 +500,15 @@ def run_load_bench(
         engine_process.start()
 
     workers = _ServiceWorkers(service_processes, synth, config, seed) if service_processes > 1 else None
+    ran_on = {
+        "device": str(synth.device if engine_process is None else engine_process.device),
+        "backend": synth.backend if engine_process is None else engine_process.info.get("backend"),
+        "model": str(synth.model_dir),
+    }
+    if workers is not None and synthesizer is None and synth.device.type == "cuda":
+        del synth  # the workers' engines need the device's memory more than this process's baseline engines do
+        gc.collect()
+        torch.cuda.empty_cache()
 
     async def run_one(n: int, rng: np.random.Generator, listen: bool) -> LevelResult:
         if workers is not None:
@@ -554,9 +564,7 @@ def run_load_bench(
             "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(),
             "load_average_1_5_15": list(os.getloadavg()),  # other work on the machine during the run
-            "device": str(synth.device if engine_process is None else engine_process.device),
-            "backend": synth.backend if engine_process is None else engine_process.info.get("backend"),
-            "model": str(synth.model_dir),
+            **ran_on,
         },
         settings={
             "levels": list(levels),
