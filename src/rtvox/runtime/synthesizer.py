@@ -391,7 +391,8 @@ class Synthesizer:
         compile_mode = None if kernels == "none" else kernels
         # the encoder's fp32 matmuls on TF32 tensor cores (RTVOX_PIPELINE_TF32=1; off by default, see BENCHMARKS.md)
         tf32 = os.environ.get("RTVOX_PIPELINE_TF32", "0") == "1"
-        # the Vocos blocks as fused Triton kernels (RTVOX_PIPELINE_FUSED=1; off: no throughput gain, BENCHMARKS run 22)
+        # the Vocos blocks as fused Triton kernels (RTVOX_PIPELINE_FUSED=1; off by default: slower at batch 1, and they
+        # pay under load only where the device is the limit, e.g. two server processes — BENCHMARKS runs 22 and 25)
         fused = os.environ.get("RTVOX_PIPELINE_FUSED", "0") == "1"
         pipeline = PipelineEngine(
             self.bundle,
