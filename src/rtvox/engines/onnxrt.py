@@ -12,8 +12,10 @@ provider ahead of the CPU one. The GPU providers are unverified in our environme
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,24 +51,32 @@ def export_onnx(
     info: dict[str, Any] = {"opset": OPSET}
     try:
         program = export_program(net, module, profile, example)
-        onnx_program = torch.onnx.export(
-            program, example, input_names=input_names(module), output_names=output_names(module), opset_version=OPSET
-        )
+        # the exporter prints its progress on stdout: to stderr, so a command's own output (JSON of a benchmark,
+        # audio on `-o -`) stays clean when an engine is built along the way
+        with contextlib.redirect_stdout(sys.stderr):
+            onnx_program = torch.onnx.export(
+                program,
+                example,
+                input_names=input_names(module),
+                output_names=output_names(module),
+                opset_version=OPSET,
+            )
         assert onnx_program is not None
         onnx_program.save(str(target))
         info["exporter"] = "dynamo"
     except Exception as exc:  # the TorchScript exporter below is the documented fallback
         info["dynamo_error"] = repr(exc)[:300]
-        torch.onnx.export(
-            net,
-            example,
-            str(target),
-            input_names=input_names(module),
-            output_names=output_names(module),
-            dynamic_axes=profile.dynamic_axes(module),
-            opset_version=OPSET,
-            dynamo=False,
-        )
+        with contextlib.redirect_stdout(sys.stderr):
+            torch.onnx.export(
+                net,
+                example,
+                str(target),
+                input_names=input_names(module),
+                output_names=output_names(module),
+                dynamic_axes=profile.dynamic_axes(module),
+                opset_version=OPSET,
+                dynamo=False,
+            )
         info["exporter"] = "torchscript"
     model = onnx.load(str(target))
     info["simplifier"] = "none"

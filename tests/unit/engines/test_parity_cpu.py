@@ -7,6 +7,7 @@ inductor-cpu and the emotion encoder (each compile costs 10-30 s on two cores).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,6 +16,7 @@ from rtvox.engines import build_engine
 from rtvox.engines.base import BuildOptions, Engine
 from rtvox.engines.build import build_engines, module_fn
 from rtvox.engines.quality import log_mel_l1, random_inputs, run_pipeline
+from rtvox.engines.shapes import ShapeProfile
 from rtvox.models.bundle import ModelBundle
 
 from .conftest import CPU
@@ -134,3 +136,13 @@ def test_aoti_loads_in_a_child_process_first_where_a_segfault_was_seen(monkeypat
     assert needs_safe_load(cpu, "1.99.0")
     monkeypatch.setenv(SAFE_LOAD_ENV, "1")
     assert needs_safe_load(cpu, "2.13.0")
+
+
+def test_onnx_build_keeps_stdout_clean(bundle: ModelBundle, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """The exporter's progress lines go to stderr: a command's stdout (benchmark JSON, audio on `-o -`) stays
+    clean when an engine is built on the way."""
+    pytest.importorskip("onnxruntime")
+    options = BuildOptions(profile=ShapeProfile.preset("ci"), cache_dir=tmp_path, model_hash="stdout", warmup=False)
+    capfd.readouterr()
+    build_engines(bundle, "onnx", CPU, torch.float32, modules=("vocoder",), options=options)
+    assert capfd.readouterr().out == ""
