@@ -56,6 +56,7 @@ def test_phonemize_reads_stdin_and_files(tmp_path: Path) -> None:
         (["phonemize", "@/no/such/file.txt"], "does not exist"),
         (["phonemize", "😀🎉"], "nothing rtvox can speak"),  # it printed an empty line and exit 0
         (["serve", "--log-level", "bogus"], "log level 'bogus'"),
+        (["serve", "--workers", "0"], "workers must be 1-64"),
         (["bench", "--batches", "x"], "--batches 'x'"),
         (["bench", "--batches", "0,-1"], "at least 1"),
         (["eval", "--limit", "1", "--out", "/proc/ev.json"], "cannot write /proc/ev.json"),  # before the eval runs
@@ -71,6 +72,14 @@ def test_phonemize_bad_input_exits_2_with_a_message(args: list[str], needle: str
     assert proc.returncode == 2
     assert proc.stderr.splitlines()[-1].startswith("error:") and needle in proc.stderr  # after any warnings
     assert "Traceback" not in proc.stderr
+
+
+def test_serve_workers_with_a_bad_model_fails_once_before_any_worker() -> None:
+    """A model that would fail in every worker fails in the parent, once, with its message (a worker that died at
+    start would be restarted by uvicorn, over and over)."""
+    proc = rtvox("serve", "--workers", "2", "--model", "/no/such/model")
+    assert proc.returncode == 1
+    assert "no model at /no/such/model" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("fmt", ["wav", "flac", "mp3", "opus", "aac", "pcm"])

@@ -85,7 +85,7 @@ class Metrics:
 
     def retire(self) -> None:
         """This worker stops: its snapshot goes (its multiprocess counter files stay, as counters must)."""
-        if self.shared_dir is not None:
+        if self.runtime.snapshot_path is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self.runtime.snapshot_path)
 
@@ -103,7 +103,8 @@ class RuntimeCollector(Collector):
         self._stats = stats
         self._cache_stats = cache_stats
         self.shared_dir = shared_dir
-        self.snapshot_path = os.path.join(shared_dir or ".", f"{SNAPSHOT_PREFIX}{os.getpid()}.json")
+        # where this worker's snapshot goes (server workers only)
+        self.snapshot_path = os.path.join(shared_dir, f"{SNAPSHOT_PREFIX}{os.getpid()}.json") if shared_dir else None
 
     def snapshot(self) -> dict[str, Any]:
         """This process's figures as plain JSON-able values."""
@@ -114,7 +115,7 @@ class RuntimeCollector(Collector):
 
     def publish(self) -> dict[str, Any]:
         snap = self.snapshot()
-        if self.shared_dir is not None:
+        if self.snapshot_path is not None:
             tmp = f"{self.snapshot_path}.tmp"
             with open(tmp, "w", encoding="utf-8") as fh:
                 json.dump({"pid": os.getpid(), "time": time.time(), **snap}, fh)

@@ -38,7 +38,7 @@ def build_service(config: ServerConfig) -> SpeechService:
     depth = config.batches_in_flight or (2 if gpu and backend == "graphs" else 1)
     frontends = config.frontend_processes
     if frontends is None:  # the host's cores shared among the server processes
-        frontends = max(1, min(8, max(0, (os.cpu_count() or 1) - 2)) // config.workers) if gpu else 0
+        frontends = min(8, max(0, (os.cpu_count() or 1) - 2)) // config.workers if gpu else 0
     if not gpu and config.workers > 1:  # each worker's torch threads: its share of the cores, not all of them
         import torch
 
@@ -95,6 +95,11 @@ def _serve_workers(config: ServerConfig) -> None:
 
     import uvicorn
 
+    from rtvox.runtime.synthesizer import Synthesizer, resolve_device
+
+    # what would fail in every worker fails here, once, with its message (a worker that dies at start is restarted)
+    Synthesizer._resolve_model(config.model)
+    resolve_device(config.device)
     os.environ[WORKER_CONFIG_ENV] = config.to_json()
     with tempfile.TemporaryDirectory(prefix="rtvox-metrics-") as shared:
         os.environ[METRICS_DIR_ENV] = shared  # read when a worker imports prometheus_client: before anything
