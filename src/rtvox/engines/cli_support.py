@@ -3,28 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from rtvox.cli_errors import check_output_folder
-from rtvox.constants import DEFAULT_MODEL
 from rtvox.engines.base import BuildOptions, available_backends, resolve_device
 from rtvox.engines.build import build_engines, describe_engines, export_artifacts, parse_dtype
 from rtvox.engines.shapes import ShapeProfile
-from rtvox.errors import InputError, ModelError
-from rtvox.models.bundle import ModelBundle
-
-
-def resolve_model(model: str | None) -> Path:
-    """A model directory, or a shipped model's name under $RTVOX_MODELS_DIR (default <repo>/models)."""
-    root = Path(os.environ.get("RTVOX_MODELS_DIR") or Path(__file__).resolve().parents[3] / "models")
-    path = Path(model) if model else root / DEFAULT_MODEL
-    if not path.exists() and model and (root / model).exists():
-        path = root / model
-    if not (path / "config.json").is_file():
-        raise ModelError(f"no model at {path} (config.json missing); pass --model DIR pointing at a model directory")
-    return path
+from rtvox.errors import InputError
+from rtvox.models.bundle import ModelBundle, resolve_model
 
 
 def _modules(modules: str) -> list[str]:

@@ -34,7 +34,7 @@ from safetensors.torch import load_file
 from safetensors.torch import save as save_safetensors
 from torch import Tensor, nn
 
-from rtvox.constants import EMOTIONS, HOP_LENGTH, N_MELS, SAMPLE_RATE, SPEAKER_EMBED_DIM
+from rtvox.constants import DEFAULT_MODEL, EMOTIONS, HOP_LENGTH, N_MELS, SAMPLE_RATE, SPEAKER_EMBED_DIM
 from rtvox.errors import InputError, ModelError
 from rtvox.fsutil import atomic_write_bytes
 from rtvox.models.acoustic import AcousticConfig, AcousticModel
@@ -196,6 +196,27 @@ class ModelConfig:
             return cls(**data)
         except (TypeError, ValueError) as e:
             raise ModelError(f"{CONFIG_NAME} is inconsistent: {e}") from e
+
+
+def project_models_dir() -> Path:
+    """The shipped models folder: $RTVOX_MODELS_DIR, else <repo>/models next to src/."""
+    if env := os.environ.get("RTVOX_MODELS_DIR"):
+        return Path(env)
+    return Path(__file__).resolve().parents[3] / "models"
+
+
+def resolve_model(model: str | os.PathLike[str] | None) -> Path:
+    """A model directory: the path given, else a shipped model of that name, else the shipped default;
+    ModelError when it holds no config.json."""
+    if model is None:
+        path = project_models_dir() / DEFAULT_MODEL
+    else:
+        path = Path(model)
+        if not path.exists() and (project_models_dir() / str(model)).exists():
+            path = project_models_dir() / str(model)
+    if not (path / "config.json").is_file():
+        raise ModelError(f"no model at {path} (config.json missing); pass --model DIR pointing at a model directory")
+    return path
 
 
 def check_audio_constants(config: Any) -> None:

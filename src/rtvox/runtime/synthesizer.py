@@ -14,7 +14,7 @@ import torch
 
 from rtvox.audio.mel import MelSpectrogram
 from rtvox.audio.reference import prepare_reference
-from rtvox.constants import DEFAULT_MODEL, EMOTIONS, FRAMES_PER_SECOND, SAMPLE_RATE, SPEAKER_SAMPLE_RATE
+from rtvox.constants import EMOTIONS, FRAMES_PER_SECOND, SAMPLE_RATE, SPEAKER_SAMPLE_RATE
 from rtvox.engines import Engine
 from rtvox.engines.base import resolve_device
 from rtvox.engines.build import build_engines as build_engine_set
@@ -24,7 +24,7 @@ from rtvox.engines.quality import random_inputs
 from rtvox.engines.shapes import ShapeProfile
 from rtvox.errors import AudioInputError, InputError, ModelError, TextError
 from rtvox.models.ar_bundle import ARBundle, load_bundle
-from rtvox.models.bundle import ModelBundle, ModelConfig
+from rtvox.models.bundle import ModelBundle, ModelConfig, resolve_model
 from rtvox.models.emotion import fuse_condition
 from rtvox.models.prosody import IDENTITY_ROW, ProsodyRow
 from rtvox.models.speaker import SpeakerEncoder, default_speaker_encoder_dir
@@ -49,13 +49,6 @@ from rtvox.text import Frontend, FrontendResult, Lexicon, Vocabulary
 
 AudioSource = str | os.PathLike[str] | bytes | np.ndarray
 ProgressFn = Callable[[int, int], None]  # (chunks done, chunks in all)
-
-
-def project_models_dir() -> Path:
-    """The shipped models folder: $RTVOX_MODELS_DIR, else <repo>/models next to src/."""
-    if env := os.environ.get("RTVOX_MODELS_DIR"):
-        return Path(env)
-    return Path(__file__).resolve().parents[3] / "models"
 
 
 # Synthesizer backend name of the captured whole-chain pipeline (not an engine-registry backend: it spans modules).
@@ -83,7 +76,7 @@ class Synthesizer:
         lexicon: Lexicon | None = None,
         embedding_cache: EmbeddingCache | None = None,
     ) -> None:
-        self.model_dir = self._resolve_model(model)
+        self.model_dir = resolve_model(model)
         self.device = resolve_device(device)
         # "auto" on a GPU: the captured whole-chain pipeline (the fastest verified path there); elsewhere the
         # engine builder's per-module choice
@@ -116,19 +109,6 @@ class Synthesizer:
         self.build_engines()
 
     # ------------------------------------------------------------------ setup helpers
-    @staticmethod
-    def _resolve_model(model: str | os.PathLike[str] | None) -> Path:
-        if model is None:
-            path = project_models_dir() / DEFAULT_MODEL
-        else:
-            path = Path(model)
-            if not path.exists() and (project_models_dir() / str(model)).exists():
-                path = project_models_dir() / str(model)
-        if not (path / "config.json").is_file():
-            raise ModelError(
-                f"no model at {path} (config.json missing); pass --model DIR pointing at a model directory"
-            )
-        return path
 
     def _builtin_voices(self) -> list[Voice]:
         meta: dict[str, dict[str, Any]] = {m["name"]: m for m in self.bundle.voices_meta}

@@ -95,10 +95,11 @@ def _serve_workers(config: ServerConfig) -> None:
 
     import uvicorn
 
-    from rtvox.runtime.synthesizer import Synthesizer, resolve_device
+    from rtvox.models.bundle import resolve_model
+    from rtvox.runtime.synthesizer import resolve_device
 
     # what would fail in every worker fails here, once, with its message (a worker that dies at start is restarted)
-    Synthesizer._resolve_model(config.model)
+    resolve_model(config.model)
     resolve_device(config.device)
     os.environ[WORKER_CONFIG_ENV] = config.to_json()
     with tempfile.TemporaryDirectory(prefix="rtvox-metrics-") as shared:
