@@ -300,3 +300,17 @@ def test_a_very_long_word_is_spoken_not_a_500(client: openai.OpenAI) -> None:
     assert len(long.content) > 2 * len(short.content) > 0  # the end is not dropped
     again = client.audio.speech.create(model="tts-1", voice="alloy", input="Hello.", response_format="wav")
     assert decode_audio(again.content)[0].size > 0
+
+
+def test_openai_client_custom_voice_flow(client: openai.OpenAI) -> None:
+    """OpenAI's documented order, through the official client: a consent recording, then the voice naming it."""
+    clip = (DATA / "speech_en_female_16k.wav").read_bytes()
+    consent = client.audio.voice_consents.create(name="Ann", language="en-US", recording=("c.wav", clip, "audio/wav"))
+    assert consent.id.startswith("cons_") and consent.language == "en-US"
+    assert client.audio.voice_consents.retrieve(consent.id).name == "Ann"
+    assert client.audio.voice_consents.update(consent.id, name="Ann B").name == "Ann B"
+    assert consent.id in [c.id for c in client.audio.voice_consents.list(limit=100)]
+    voice = client.audio.voices.create(name="Ann B", audio_sample=("s.wav", clip, "audio/wav"), consent=consent.id)
+    speech = client.audio.speech.create(model="tts-1", voice=voice.id, input="Hello.", response_format="wav")
+    assert len(decode_audio(speech.content)[0]) > 0
+    assert client.audio.voice_consents.delete(consent.id).deleted

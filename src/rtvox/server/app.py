@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rtvox.server import routes_native, routes_openai, routes_voices
 from rtvox.server.config import ServerConfig
+from rtvox.server.consents import ConsentStore
 from rtvox.server.errors import APIError, error_response, install_error_handlers
 from rtvox.server.metrics import CONTENT_TYPE, Metrics, MetricsMiddleware
 from rtvox.server.protocol import SpeechService
@@ -44,6 +45,7 @@ def create_app(service: SpeechService, config: ServerConfig | None = None) -> Fa
         config=config,
         voices=VoiceRegistry(synth, redis_url=config.redis_url),
         metrics=metrics,
+        consents=ConsentStore(synth.voices.clones_dir / "consents"),
     )
 
     @asynccontextmanager

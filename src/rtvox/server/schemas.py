@@ -146,6 +146,39 @@ class VoiceDeleted(BaseModel):
     deleted: bool = True
 
 
+CONSENT_ID_PREFIX = "cons_"
+CONSENT_PATTERN = r"^cons_[0-9a-f]{16}$"
+LANGUAGE_PATTERN = r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$"  # a BCP 47 tag's shape: en, en-US, zh-Hans-CN
+
+
+class VoiceConsent(BaseModel):
+    """A consent recording (OpenAI's custom-voice flow: consent first, then the voice with its id)."""
+
+    id: str
+    object: Literal["audio.voice_consent"] = "audio.voice_consent"
+    name: str
+    language: str
+    created_at: int
+
+
+class VoiceConsentList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[VoiceConsent]
+    has_more: bool
+    first_id: str | None = None
+    last_id: str | None = None
+
+
+class VoiceConsentUpdate(BaseModel):
+    name: Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS, description="A new label")]
+
+
+class VoiceConsentDeleted(BaseModel):
+    id: str
+    object: Literal["audio.voice_consent"] = "audio.voice_consent"
+    deleted: bool = True
+
+
 class ModelObject(BaseModel):
     id: str
     object: Literal["model"] = "model"

@@ -15,6 +15,7 @@ from rtvox.constants import SPEED_MAX, SPEED_MIN
 from rtvox.errors import InputError, TextError
 from rtvox.runtime.types import SynthesisRequest
 from rtvox.server.config import ServerConfig
+from rtvox.server.consents import ConsentStore
 from rtvox.server.errors import APIError
 from rtvox.server.metrics import Metrics
 from rtvox.server.protocol import SpeechService
@@ -33,6 +34,7 @@ class ServerState:
     config: ServerConfig
     voices: VoiceRegistry
     metrics: Metrics
+    consents: ConsentStore
     started: bool = False  # the lifespan has started the service and not yet stopped it
     _frontend_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
