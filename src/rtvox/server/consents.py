@@ -41,6 +41,9 @@ class ConsentStore:
                 404, f"no voice consent {consent_id!r}", param="consent_id", code="consent_not_found"
             ) from None
 
+    def exists(self, consent_id: str) -> bool:
+        return (self.folder / f"{consent_id}{RECORD_SUFFIX}").is_file()
+
     def list(self) -> list[VoiceConsent]:
         """Every readable record, oldest first (ties by id): the order `after` pages through."""
         out = []

@@ -60,8 +60,13 @@ async def create_voice(
     ] = None,
 ) -> VoiceObject:
     state = get_state(request)
-    if consent is not None and re.fullmatch(CONSENT_PATTERN, consent):
-        state.consents.get(consent)  # one of ours: it must exist (404 names it)
+    if consent is not None and re.fullmatch(CONSENT_PATTERN, consent) and not state.consents.exists(consent):
+        raise APIError(
+            400,
+            f"consent {consent!r} does not exist; upload the recording with POST /v1/audio/voice_consents first",
+            param="consent",
+            code="consent_not_found",
+        )
     _check_media(audio_sample, "audio_sample")
     clip = await _read_limited(audio_sample, state.config.max_upload_bytes)
     if not clip:

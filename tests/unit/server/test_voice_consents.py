@@ -35,7 +35,7 @@ def test_consent_life_cycle_and_a_clone_that_names_it(fake_service: FakeService,
         voice = client.post("/v1/audio/voices", data={"name": "Ben Smith", "consent": record["id"]}, files=files)
         assert voice.status_code == 200, voice.text
         unknown = client.post("/v1/audio/voices", data={"name": "Bee", "consent": "cons_" + "0" * 16}, files=files)
-        assert_openai_error(unknown, 404, "consent_id")
+        assert_openai_error(unknown, 400, "consent")
         other = client.post("/v1/audio/voices", data={"name": "Bee", "consent": "signed on paper"}, files=files)
         assert other.status_code == 200  # not one of ours: accepted as given, as before
 
