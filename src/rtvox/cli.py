@@ -309,12 +309,20 @@ def serve(
         ),
     ] = False,
     workers: Annotated[
-        int,
+        int | None,
         typer.Option(
             envvar="RTVOX_WORKERS",
-            help="Server processes on the port, each with its own engines (more throughput under load)",
+            help="Server processes on the port, each with its own engines (default: 2 on a GPU with room, else 1)",
         ),
-    ] = 1,
+    ] = None,
+    fused_kernels: Annotated[
+        bool | None,
+        typer.Option(
+            "--fused-kernels/--no-fused-kernels",
+            envvar="RTVOX_FUSED_KERNELS",
+            help="GPU vocoder blocks as fused Triton kernels (default: on with 2+ workers on a GPU)",
+        ),
+    ] = None,
     log_level: Annotated[
         str, typer.Option(envvar="RTVOX_LOG_LEVEL", help="critical, error, warning, info, debug or trace")
     ] = "info",
@@ -345,6 +353,7 @@ def serve(
                 batches_in_flight=batches_in_flight,
                 engine_process=engine_process,
                 workers=workers,
+                fused_kernels=fused_kernels,
                 log_level=log_level.lower(),
             )
         except ValueError as exc:

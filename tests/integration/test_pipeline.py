@@ -132,3 +132,13 @@ def test_text_with_nothing_speakable_is_a_text_error(synth: Synthesizer) -> None
     with pytest.raises(TextError, match="nothing to speak") as info:
         synth.synthesize("Привет 😀")
     assert info.value.param == "input"
+
+
+def test_fused_frame_kernels_apply_to_the_captured_pipeline_only(
+    tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # asked for on eager engines (the CPU's serving path) they are not used, and health says so
+    monkeypatch.setenv("RTVOX_PIPELINE_FUSED", "1")
+    synth = Synthesizer(tiny_model, device="cpu", backend="eager")
+    assert synth.fused_frames is False and synth.pipeline is None
+    assert Synthesizer(tiny_model, device="cpu", backend="eager", fused_frames=True).fused_frames is False

@@ -74,6 +74,7 @@ class EngineSet:
         return {
             "device": str(self.synth.device),
             "backend": self.synth.backend,
+            "fused_frames": bool(getattr(self.synth, "fused_frames", False)),
             "healthy": self.healthy,
             "warmed": self.warmed,
             "rebuilding": self.rebuilding,

@@ -75,6 +75,7 @@ class Synthesizer:
         voices_dir: Path | None = None,
         lexicon: Lexicon | None = None,
         embedding_cache: EmbeddingCache | None = None,
+        fused_frames: bool | None = None,
     ) -> None:
         self.model_dir = resolve_model(model)
         self.device = resolve_device(device)
@@ -90,6 +91,12 @@ class Synthesizer:
         # conditions thousands of requests a second on a handful of voices
         self._cond_cache: dict[tuple[bytes, str, float], torch.Tensor] = {}
         self.dtype = parse_dtype(dtype)  # compute precision of compiled engines (eager and onnx run fp32)
+        # The captured pipeline's Vocos blocks as fused Triton kernels (None: RTVOX_PIPELINE_FUSED=1 turns them on).
+        # Slower at batch 1; they pay under load where the device is the limit, e.g. two server processes on one
+        # GPU (BENCHMARKS.md, runs 22 and 24-26), which is where `rtvox serve` turns them on by default.
+        if fused_frames is None:
+            fused_frames = os.environ.get("RTVOX_PIPELINE_FUSED", "0") == "1"
+        self.fused_frames = bool(fused_frames) and self.backend == PIPELINE_BACKEND
         self.bundle = load_bundle(self.model_dir, device=self.device, dtype=torch.float32)
         self.vocab = Vocabulary.from_dict(self.bundle.vocab)
         self.frontend = Frontend(lexicon=lexicon)
@@ -371,9 +378,6 @@ class Synthesizer:
         compile_mode = None if kernels == "none" else kernels
         # the encoder's fp32 matmuls on TF32 tensor cores (RTVOX_PIPELINE_TF32=1; off by default, see BENCHMARKS.md)
         tf32 = os.environ.get("RTVOX_PIPELINE_TF32", "0") == "1"
-        # the Vocos blocks as fused Triton kernels (RTVOX_PIPELINE_FUSED=1; off by default: slower at batch 1, and they
-        # pay under load only where the device is the limit, e.g. two server processes — BENCHMARKS runs 22 and 25)
-        fused = os.environ.get("RTVOX_PIPELINE_FUSED", "0") == "1"
         pipeline = PipelineEngine(
             self.bundle,
             self.device,
@@ -381,7 +385,7 @@ class Synthesizer:
             dtype=dtype,
             compile_mode=compile_mode,
             encode_tf32=tf32,
-            fused_frames=fused,
+            fused_frames=self.fused_frames,
         )
         cfg = self.bundle.config.acoustic
         if self.device.type == "cuda":  # capture every bucket now: none may be captured while serving

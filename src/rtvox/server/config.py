@@ -48,8 +48,12 @@ class ServerConfig:
     batches_in_flight: int | None = None
     engine_process: bool = False  # the engines in a process of their own (the server's own GIL stays free)
     # server processes on one port, each with its own engines, event loop and GIL (uvicorn workers); clones,
-    # metrics and (with Redis) embeddings are shared between them
-    workers: int = 1
+    # metrics and (with Redis) embeddings are shared between them; None → the device's default (serve.resolve_workers:
+    # 2 on a GPU with the memory for two, else 1)
+    workers: int | None = None
+    # the captured pipeline's vocoder blocks as fused Triton kernels; None → on where they were measured to pay (a GPU
+    # served by two or more workers), off otherwise
+    fused_kernels: bool | None = None
     voices_dir: str | None = None  # where clones are kept; None → $RTVOX_VOICES_DIR or the user data dir
     log_level: str = "info"
     model_aliases: tuple[str, ...] = field(
@@ -68,7 +72,7 @@ class ServerConfig:
             raise ValueError(f"first_chunk_wait_ms must be a finite number ≥ 0, got {first}")
         if self.frontend_processes is not None and self.frontend_processes < 0:
             raise ValueError(f"frontend_processes must be ≥ 0, got {self.frontend_processes}")
-        if not 1 <= self.workers <= MAX_WORKERS:
+        if self.workers is not None and not 1 <= self.workers <= MAX_WORKERS:
             raise ValueError(f"workers must be 1-{MAX_WORKERS}, got {self.workers}")
         if self.batches_in_flight is not None and self.batches_in_flight < 1:
             raise ValueError(f"batches_in_flight must be ≥ 1, got {self.batches_in_flight}")

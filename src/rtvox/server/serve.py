@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from typing import TYPE_CHECKING
@@ -27,6 +28,7 @@ def build_service(config: ServerConfig) -> SpeechService:
 
     voices_dir = Path(config.voices_dir) if config.voices_dir else None
     gpu = resolve_device(config.device).type == "cuda"
+    workers = config.workers or 1  # this process's share of the machine; serve() resolves an unset count first
     # Defaults by device (BENCHMARKS.md, serving load): on a GPU the captured pipeline, batches of up to 64 chunks,
     # two in flight, first chunks sent at once, the frontend in worker processes; on the CPU eager engines, batches
     # of 16, one at a time.
@@ -38,14 +40,19 @@ def build_service(config: ServerConfig) -> SpeechService:
     depth = config.batches_in_flight or (2 if gpu and backend == "graphs" else 1)
     frontends = config.frontend_processes
     if frontends is None:  # the host's cores shared among the server processes
-        frontends = min(8, max(0, (os.cpu_count() or 1) - 2)) // config.workers if gpu else 0
-    if not gpu and config.workers > 1:  # each worker's torch threads: its share of the cores, not all of them
+        frontends = min(8, max(0, (os.cpu_count() or 1) - 2)) // workers if gpu else 0
+    if not gpu and workers > 1:  # each worker's torch threads: its share of the cores, not all of them
         import torch
 
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // config.workers))
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
     # With the engines in their own process this one prepares requests and is their fallback: it stays on the CPU.
     device, host_backend = ("cpu", "eager") if config.engine_process else (config.device, backend)
-    synth = Synthesizer(config.model, device=device, backend=host_backend, voices_dir=voices_dir)
+    # Fused frame kernels: slower at batch 1, faster where the device is the limit (two processes on one GPU:
+    # 11.0-11.2x one-at-a-time against 9.7x without them, BENCHMARKS.md runs 24-26)
+    fused = config.fused_kernels
+    if fused is None:
+        fused = gpu and workers >= 2 and _have_triton()
+    synth = Synthesizer(config.model, device=device, backend=host_backend, voices_dir=voices_dir, fused_frames=fused)
     service_config = ServiceConfig(
         max_batch=max_batch,
         max_wait_ms=config.max_wait_ms,
@@ -63,6 +70,12 @@ def build_service(config: ServerConfig) -> SpeechService:
     return TTSService(synth, service_config)
 
 
+def _have_triton() -> bool:
+    from rtvox.engines.triton_frames import HAVE_TRITON
+
+    return HAVE_TRITON
+
+
 def serve(config: ServerConfig) -> None:
     """Run until interrupted. Blocks."""
     import uvicorn
@@ -70,13 +83,40 @@ def serve(config: ServerConfig) -> None:
     from rtvox.server.app import create_app
 
     _log_setup(config)
-    if config.workers > 1:
+    config = dataclasses.replace(config, workers=resolve_workers(config))
+    if config.workers and config.workers > 1:
         _serve_workers(config)
         return
     service = build_service(config)
     app = create_app(service, config)
     log.info("rtvox serving model %s on http://%s:%d", service.synthesizer.model_dir, config.host, config.port)
     uvicorn.run(app, host=config.host, port=config.port, log_level=config.log_level, access_log=False)
+
+
+# GPU memory one worker's engines take: 18 GB serving, up to 26 GB while its buckets are captured (the graph pools
+# of batches up to 64 chunks), measured on an H100 (BENCHMARKS.md, serving over HTTP): four workers did not fit there.
+GPU_BYTES_PER_WORKER = 30 * 1024**3
+# The most workers a GPU gets by default: three were the fastest over HTTP on an H100 (the server processes' own
+# work, HTTP framing included, is the limit there), more were not measured to fit.
+MAX_DEFAULT_GPU_WORKERS = 3
+
+
+def resolve_workers(config: ServerConfig) -> int:
+    """The number of server processes: `config.workers` when set, else the device's default: on a GPU as many as
+    its memory holds at GPU_BYTES_PER_WORKER each, 1 to MAX_DEFAULT_GPU_WORKERS (2 on an 80 GB H100: 15.2-15.3x
+    the one-at-a-time rate under load over HTTP against 7.8x with one); 1 on the CPU (one process is the measured
+    default there: a second adds saturated throughput but doubles memory and start-up on a small machine)."""
+    if config.workers is not None:
+        return config.workers
+    from rtvox.runtime.synthesizer import resolve_device
+
+    device = resolve_device(config.device)
+    if device.type != "cuda":
+        return 1
+    import torch
+
+    total = torch.cuda.get_device_properties(device).total_memory  # no context is made, no memory taken
+    return max(1, min(MAX_DEFAULT_GPU_WORKERS, total // GPU_BYTES_PER_WORKER))
 
 
 def _log_setup(config: ServerConfig) -> None:

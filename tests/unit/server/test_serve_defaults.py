@@ -14,9 +14,12 @@ from rtvox.server.serve import build_service
 
 
 class _FakeSynth:
-    def __init__(self, model: Any, *, device: str, backend: str, voices_dir: Any = None) -> None:
+    def __init__(
+        self, model: Any, *, device: str, backend: str, voices_dir: Any = None, fused_frames: bool = False
+    ) -> None:
         self.device = torch.device("cuda" if device in ("auto", "cuda") else device)
         self.backend = backend
+        self.fused_frames = fused_frames
 
 
 @pytest.fixture
@@ -52,3 +55,31 @@ def test_cpu_defaults_stay_eager_and_small(monkeypatch: pytest.MonkeyPatch) -> N
     cfg = service.config
     assert (cfg.max_batch, cfg.first_chunk_wait_ms, cfg.frontend_processes, cfg.fallback_device) == (16, None, 0, None)
     assert cfg.batches_in_flight == 1
+
+
+@pytest.mark.parametrize(
+    ("workers", "fused", "triton", "expected"),
+    [
+        (2, None, True, True),  # the measured fast setting (BENCHMARKS.md runs 24-26): on by default
+        (None, None, True, False),  # one process: slower at batch 1, off
+        (1, None, True, False),
+        (2, None, False, False),  # no triton: off, not a crash
+        (2, False, True, False),  # the operator's word wins
+        (1, True, True, True),
+    ],
+)
+def test_fused_kernels_follow_the_workers_on_a_gpu(
+    on_gpu: None, monkeypatch: pytest.MonkeyPatch, workers: int | None, fused: bool | None, triton: bool, expected: bool
+) -> None:
+    import rtvox.server.serve as serve_module
+
+    monkeypatch.setattr(serve_module, "_have_triton", lambda: triton)
+    service: Any = build_service(ServerConfig(workers=workers, fused_kernels=fused))
+    assert service.synthesizer.fused_frames is expected
+
+
+def test_fused_kernels_stay_off_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(synthesizer_module, "Synthesizer", _FakeSynth)
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)
+    service: Any = build_service(ServerConfig(device="cpu", workers=2))
+    assert service.synthesizer.fused_frames is False

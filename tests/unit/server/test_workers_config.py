@@ -30,3 +30,35 @@ def test_worker_figures_sum_by_key_path() -> None:
         "name": "x",
         "ready": True,  # not a count: kept, never summed
     }
+
+
+def test_unset_workers_and_fused_kernels_round_trip() -> None:
+    config = ServerConfig()
+    assert config.workers is None and config.fused_kernels is None
+    again = ServerConfig.from_json(ServerConfig(fused_kernels=False, workers=2).to_json())
+    assert again.fused_kernels is False and again.workers == 2
+
+
+class _Props:
+    def __init__(self, gib: int) -> None:
+        self.total_memory = gib * 1024**3
+
+
+@pytest.mark.parametrize(("gib", "expected"), [(80, 2), (141, 3), (200, 3), (48, 1), (24, 1)])
+def test_unset_workers_on_a_gpu_follow_its_memory(monkeypatch: pytest.MonkeyPatch, gib: int, expected: int) -> None:
+    import torch
+
+    from rtvox.runtime import synthesizer
+    from rtvox.server import serve
+
+    monkeypatch.setattr(synthesizer, "resolve_device", lambda name: torch.device("cuda", 0))
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: _Props(gib))
+    assert serve.resolve_workers(ServerConfig(device="cuda")) == expected
+    assert serve.resolve_workers(ServerConfig(device="cuda", workers=3)) == 3  # a set count is kept
+
+
+def test_unset_workers_on_the_cpu_is_one() -> None:
+    from rtvox.server.serve import resolve_workers
+
+    assert resolve_workers(ServerConfig(device="cpu")) == 1
+    assert resolve_workers(ServerConfig(device="cpu", workers=2)) == 2
