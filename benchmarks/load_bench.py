@@ -1,6 +1,9 @@
 """Serving load benchmark (see rtvox.runtime.loadbench): prints progress to stderr and the JSON result to stdout.
 
 .venv/bin/python benchmarks/load_bench.py --levels 1,2,4,8 --level-seconds 15 > benchmarks/results/load.json
+
+Against a running server instead (rtvox.runtime.httpload; the server's own flags set its engines and batching):
+.venv/bin/python benchmarks/load_bench.py --url http://127.0.0.1:8000 --levels 1,8,16 --client-processes 2 > load.json
 """
 
 from __future__ import annotations
@@ -52,6 +55,10 @@ def main() -> None:
         help="run the engines in a process of their own (ServiceConfig.engine_process = DEVICE:BACKEND)",
     )
     parser.add_argument("--natural-durations", action="store_true", help="do not set realistic target durations")
+    parser.add_argument("--url", default=None, help="benchmark a running `rtvox serve` at this URL over HTTP")
+    parser.add_argument("--client-processes", type=int, default=1, help="with --url: processes the clients run in")
+    parser.add_argument("--api-key", default=None, help="with --url: Bearer key of the server")
+    parser.add_argument("--voice", default=None, help="with --url: voice of every request (default: the server's)")
     parser.add_argument(
         "--dump-stacks-after",
         type=float,
@@ -61,6 +68,30 @@ def main() -> None:
     args = parser.parse_args()
     if args.dump_stacks_after:
         faulthandler.dump_traceback_later(args.dump_stacks_after, exit=True)
+    if args.url:
+        from rtvox.errors import InputError
+        from rtvox.runtime.httpload import HTTPStreamError, run_http_load
+
+        try:
+            result = run_http_load(
+                args.url,
+                levels=[int(n) for n in args.levels.split(",")],
+                level_duration_s=args.level_seconds,
+                think_time_s=args.think_seconds,
+                ttfa_p99_target_s=args.ttfa_p99_ms / 1000.0,
+                baseline_requests=args.baseline_requests,
+                realistic_durations=not args.natural_durations,
+                saturation_clients=args.saturation_clients,
+                client_processes=args.client_processes,
+                api_key=args.api_key,
+                voice=args.voice,
+                progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+            )
+        except (InputError, HTTPStreamError) as exc:
+            sys.exit(f"load_bench: {exc}")
+        json.dump(result.to_dict(), sys.stdout, indent=2)
+        print()
+        return
     config = ServiceConfig(
         max_batch=args.max_batch,
         max_wait_ms=args.max_wait_ms,
