@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -30,6 +31,7 @@ from rtvox.engines.compiled import CompiledEngine
 from rtvox.engines.modules import cast_inputs, cast_module, example_inputs, export_module, model_constants
 from rtvox.engines.shapes import MODULE_INPUTS, MODULE_OUTPUTS, ShapeProfile
 from rtvox.errors import ModelError
+from rtvox.fsutil import atomic_write_bytes
 
 OPSET = 18
 
@@ -197,9 +199,17 @@ def build_onnx_engine(
     if options.rebuild or not model_path.is_file():
         example = cast_inputs(example_inputs(module, net, profile, "opt", next(net.parameters()).device), dtype)
         if options.rebuild or not fp_model.is_file():
-            with torch.no_grad():
-                exported = export_onnx(net, module, profile, example, fp_model)
-            fp_model.with_name("export.json").write_text(json.dumps(exported, indent=1))
+            # written beside the target, then renamed over it: server workers that build the same engine at once
+            # (`rtvox serve --workers N` on a CPU) never load another's half-written file
+            fp_model.parent.mkdir(parents=True, exist_ok=True)
+            partial = fp_model.with_name(f".{fp_model.name}.{os.getpid()}.partial")
+            try:
+                with torch.no_grad():
+                    exported = export_onnx(net, module, profile, example, partial)
+                atomic_write_bytes(fp_model.with_name("export.json"), json.dumps(exported, indent=1).encode())
+                os.replace(partial, fp_model)
+            finally:
+                partial.unlink(missing_ok=True)
         if method:
             from rtvox.engines.quant import quantize_onnx_int8
 

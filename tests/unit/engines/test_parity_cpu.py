@@ -146,3 +146,25 @@ def test_onnx_build_keeps_stdout_clean(bundle: ModelBundle, tmp_path: Path, capf
     capfd.readouterr()
     build_engines(bundle, "onnx", CPU, torch.float32, modules=("vocoder",), options=options)
     assert capfd.readouterr().out == ""
+
+
+def test_an_onnx_export_that_fails_leaves_nothing_half_written(
+    bundle: ModelBundle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph is written beside its place and renamed over it, so a worker never loads another's partial
+    file; a failed export leaves no model for the next build to trust, and no temp file."""
+    pytest.importorskip("onnxruntime")
+    import rtvox.engines.onnxrt as onnxrt
+
+    def half_then_fail(net: object, module: str, profile: object, example: object, target: Path) -> None:
+        target.write_bytes(b"\x08\x07half an onnx graph")
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(onnxrt, "export_onnx", half_then_fail)
+    options = BuildOptions(profile=ShapeProfile.preset("ci"), cache_dir=tmp_path, model_hash="partial", warmup=False)
+    with pytest.raises(RuntimeError, match="disk full"):
+        build_engines(bundle, "onnx", CPU, torch.float32, modules=("vocoder",), options=options)
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == ["meta.json"]  # the key, readable; no graph
+    monkeypatch.undo()
+    engine = build_engines(bundle, "onnx", CPU, torch.float32, modules=("vocoder",), options=options)["vocoder"]
+    assert Path(str(engine.info["model"])).is_file()  # type: ignore[attr-defined]
