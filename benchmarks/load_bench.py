@@ -68,59 +68,49 @@ def main() -> None:
     args = parser.parse_args()
     if args.dump_stacks_after:
         faulthandler.dump_traceback_later(args.dump_stacks_after, exit=True)
+    common = {  # what both benchmarks take alike
+        "levels": [int(n) for n in args.levels.split(",")],
+        "level_duration_s": args.level_seconds,
+        "think_time_s": args.think_seconds,
+        "ttfa_p99_target_s": args.ttfa_p99_ms / 1000.0,
+        "baseline_requests": args.baseline_requests,
+        "realistic_durations": not args.natural_durations,
+        "saturation_clients": args.saturation_clients,
+        "progress": lambda msg: print(msg, file=sys.stderr, flush=True),
+    }
     if args.url:
         from rtvox.errors import InputError
         from rtvox.runtime.httpload import HTTPStreamError, run_http_load
 
         try:
             result = run_http_load(
-                args.url,
-                levels=[int(n) for n in args.levels.split(",")],
-                level_duration_s=args.level_seconds,
-                think_time_s=args.think_seconds,
-                ttfa_p99_target_s=args.ttfa_p99_ms / 1000.0,
-                baseline_requests=args.baseline_requests,
-                realistic_durations=not args.natural_durations,
-                saturation_clients=args.saturation_clients,
-                client_processes=args.client_processes,
-                api_key=args.api_key,
-                voice=args.voice,
-                progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+                args.url, client_processes=args.client_processes, api_key=args.api_key, voice=args.voice, **common
             )
         except (InputError, HTTPStreamError) as exc:
             sys.exit(f"load_bench: {exc}")
-        json.dump(result.to_dict(), sys.stdout, indent=2)
-        print()
-        return
-    config = ServiceConfig(
-        max_batch=args.max_batch,
-        max_wait_ms=args.max_wait_ms,
-        first_chunk_wait_ms=args.first_chunk_wait_ms,
-        max_batch_phonemes=args.max_batch_phonemes,
-        max_queue=args.max_queue,
-        frontend_processes=args.frontend_processes,
-        batches_in_flight=args.batches_in_flight,
-        gil_switch_interval_ms=args.gil_switch_ms or None,
-        engine_process=f"{args.device}:{args.backend}" if args.engine_process else None,
-        bucket_edges=None if args.bucket_edges is None else tuple(int(e) for e in args.bucket_edges.split(",")),
-        default_deadline_s=None,
-        fallback_device=None,
-    )
-    result = run_load_bench(
-        args.model,
-        device=args.device,
-        backend=args.backend,
-        levels=[int(n) for n in args.levels.split(",")],
-        level_duration_s=args.level_seconds,
-        think_time_s=args.think_seconds,
-        ttfa_p99_target_s=args.ttfa_p99_ms / 1000.0,
-        baseline_requests=args.baseline_requests,
-        realistic_durations=not args.natural_durations,
-        saturation_clients=args.saturation_clients,
-        service_processes=args.service_processes,
-        config=config,
-        progress=lambda msg: print(msg, file=sys.stderr, flush=True),
-    )
+    else:
+        config = ServiceConfig(
+            max_batch=args.max_batch,
+            max_wait_ms=args.max_wait_ms,
+            first_chunk_wait_ms=args.first_chunk_wait_ms,
+            max_batch_phonemes=args.max_batch_phonemes,
+            max_queue=args.max_queue,
+            frontend_processes=args.frontend_processes,
+            batches_in_flight=args.batches_in_flight,
+            gil_switch_interval_ms=args.gil_switch_ms or None,
+            engine_process=f"{args.device}:{args.backend}" if args.engine_process else None,
+            bucket_edges=None if args.bucket_edges is None else tuple(int(e) for e in args.bucket_edges.split(",")),
+            default_deadline_s=None,
+            fallback_device=None,
+        )
+        result = run_load_bench(
+            args.model,
+            device=args.device,
+            backend=args.backend,
+            service_processes=args.service_processes,
+            config=config,
+            **common,
+        )
     json.dump(result.to_dict(), sys.stdout, indent=2)
     print()
 

@@ -33,8 +33,10 @@ from rtvox.runtime.loadbench import (
     LevelResult,
     LoadBenchResult,
     StreamRecord,
-    _percentile_ms,
     _stalled,
+    baseline_figures,
+    bench_result,
+    level_result,
     make_texts,
 )
 
@@ -193,21 +195,7 @@ def _merge(n: int, parts: Sequence[dict[str, Any]], ttfa_p99_target_s: float) ->
     records = [StreamRecord(*r) for part in parts for r in part["records"]]
     errors = [e for part in parts for e in part["errors"]]
     wall = max(float(part["wall_s"]) for part in parts)
-    ttfa = [r.ttfa_s for r in records]
-    p99 = _percentile_ms(ttfa, 99)
-    level = LevelResult(
-        concurrency=n,
-        streams=len(records),
-        errors=len(errors),
-        ttfa_p50_ms=_percentile_ms(ttfa, 50),
-        ttfa_p99_ms=p99,
-        rtf_p50=float(np.median([r.rtf for r in records])) if records else float("nan"),
-        rtf_max=max((r.rtf for r in records), default=float("nan")),
-        stalled_streams=sum(r.stalled for r in records),
-        audio_s_per_s=sum(r.audio_s for r in records) / wall,
-        passed=bool(records) and not errors and not any(r.stalled for r in records) and p99 <= ttfa_p99_target_s * 1e3,
-    )
-    return level, errors
+    return level_result(n, records, len(errors), wall, ttfa_p99_target_s), errors
 
 
 def run_http_load(
@@ -253,14 +241,7 @@ def run_http_load(
             t0 = time.perf_counter()
             arrivals, sizes = await post_stream(host, port, prefix + "/v1/tts", body, headers)
             records.append(_record(t0, arrivals, sizes))
-        wall = time.perf_counter() - start
-        return {
-            "requests": float(len(records)),
-            "ttfa_p50_ms": _percentile_ms([r.ttfa_s for r in records], 50),
-            "ttfa_p99_ms": _percentile_ms([r.ttfa_s for r in records], 99),
-            "rtf_p50": float(np.median([r.rtf for r in records])),
-            "audio_s_per_s": sum(r.audio_s for r in records) / wall,
-        }
+        return baseline_figures(records, time.perf_counter() - start)
 
     asyncio.run(baseline_main())  # untimed: first-seen shapes and connections cost nothing below
     baseline = asyncio.run(baseline_main())
@@ -303,9 +284,7 @@ def run_http_load(
             if failures >= stop_after_failures:
                 break
         saturation = run_level(saturation_clients, False, len(levels)) if saturation_clients > 0 else None
-    passing = [lv.concurrency for lv in results if lv.passed]
-    best = max((lv.audio_s_per_s for lv in [*results, *([saturation] if saturation else [])]), default=0.0)
-    return LoadBenchResult(
+    return bench_result(
         machine={
             "platform": platform.platform(),
             "cpu_count": os.cpu_count(),
@@ -330,7 +309,5 @@ def run_http_load(
         },
         baseline=baseline,
         levels=results,
-        max_realtime_streams=max(passing, default=0),
-        throughput_vs_baseline=best / baseline["audio_s_per_s"] if baseline["audio_s_per_s"] > 0 else 0.0,
         saturation=saturation,
     )

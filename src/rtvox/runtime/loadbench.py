@@ -173,13 +173,17 @@ def run_baseline(synth: Synthesizer, texts: Sequence[BenchText], realistic_durat
             arrivals.append(time.perf_counter())
             seconds.append(chunk.seconds)
         records.append(StreamRecord(arrivals[0] - t0, sum(seconds), arrivals[-1] - t0, _stalled(arrivals, seconds)))
-    wall = time.perf_counter() - start
+    return baseline_figures(records, time.perf_counter() - start)
+
+
+def baseline_figures(records: Sequence[StreamRecord], wall_s: float) -> dict[str, float]:
+    """The one-at-a-time baseline's figures: requests, TTFA P50/P99, median RTF, audio seconds per second."""
     return {
         "requests": float(len(records)),
         "ttfa_p50_ms": _percentile_ms([r.ttfa_s for r in records], 50),
         "ttfa_p99_ms": _percentile_ms([r.ttfa_s for r in records], 99),
         "rtf_p50": float(np.median([r.rtf for r in records])),
-        "audio_s_per_s": sum(r.audio_s for r in records) / wall,
+        "audio_s_per_s": sum(r.audio_s for r in records) / wall_s,
     }
 
 
@@ -307,7 +311,6 @@ def _merge_level(n: int, parts: Sequence[dict[str, Any]], ttfa_p99_target_s: flo
     records = [StreamRecord(*r) for part in parts for r in part["records"]]
     errors = sum(int(part["errors"]) for part in parts)
     wall = max(float(part["wall_s"]) for part in parts)
-    ttfa = [r.ttfa_s for r in records]
     hist: dict[int, int] = {}
     for part in parts:
         for size, count in part["histogram"].items():
@@ -335,26 +338,61 @@ def _merge_level(n: int, parts: Sequence[dict[str, Any]], ttfa_p99_target_s: flo
                 }
             )
     steps = sum(int(part["steps"]) for part in parts)
-    return LevelResult(
-        concurrency=n,
-        streams=len(records),
-        errors=errors,
-        ttfa_p50_ms=_percentile_ms(ttfa, 50),
-        ttfa_p99_ms=_percentile_ms(ttfa, 99),
-        rtf_p50=float(np.median([r.rtf for r in records])) if records else float("nan"),
-        rtf_max=max((r.rtf for r in records), default=float("nan")),
-        stalled_streams=sum(r.stalled for r in records),
-        audio_s_per_s=sum(r.audio_s for r in records) / wall,
-        passed=bool(records)
-        and errors == 0
-        and not any(r.stalled for r in records)
-        and _percentile_ms(ttfa, 99) <= ttfa_p99_target_s * 1000.0,
+    return level_result(
+        n,
+        records,
+        errors,
+        wall,
+        ttfa_p99_target_s,
         batch_size_histogram=dict(sorted(hist.items())),
         engine_busy=float(np.mean([part["busy_s"] / part["wall_s"] for part in parts])),
         engine_in_steps=float(np.mean([part["step_s"] / part["wall_s"] for part in parts])),
         step_ms_mean=sum(float(part["step_s"]) for part in parts) / max(1, steps) * 1000.0,
         processes=per_process,
         **device,
+    )
+
+
+def level_result(
+    n: int, records: Sequence[StreamRecord], errors: int, wall_s: float, ttfa_p99_target_s: float, **extra: Any
+) -> LevelResult:
+    """A level's figures from its streams; it passes with streams, no error, no stall and P99 TTFA on target.
+    `extra`: the LevelResult fields only a service in this process can fill (engine and device figures)."""
+    ttfa = [r.ttfa_s for r in records]
+    p99 = _percentile_ms(ttfa, 99)
+    return LevelResult(
+        concurrency=n,
+        streams=len(records),
+        errors=errors,
+        ttfa_p50_ms=_percentile_ms(ttfa, 50),
+        ttfa_p99_ms=p99,
+        rtf_p50=float(np.median([r.rtf for r in records])) if records else float("nan"),
+        rtf_max=max((r.rtf for r in records), default=float("nan")),
+        stalled_streams=sum(r.stalled for r in records),
+        audio_s_per_s=sum(r.audio_s for r in records) / wall_s,
+        passed=bool(records) and errors == 0 and not any(r.stalled for r in records) and p99 <= ttfa_p99_target_s * 1e3,
+        **extra,
+    )
+
+
+def bench_result(
+    machine: dict[str, Any],
+    settings: dict[str, Any],
+    baseline: dict[str, float],
+    levels: list[LevelResult],
+    saturation: LevelResult | None,
+) -> LoadBenchResult:
+    """The run's result: the largest passing level, and the best throughput against the one-at-a-time baseline."""
+    passing = [lv.concurrency for lv in levels if lv.passed]
+    best = max((lv.audio_s_per_s for lv in [*levels, *([saturation] if saturation else [])]), default=0.0)
+    return LoadBenchResult(
+        machine=machine,
+        settings=settings,
+        baseline=baseline,
+        levels=levels,
+        max_realtime_streams=max(passing, default=0),
+        throughput_vs_baseline=best / baseline["audio_s_per_s"] if baseline["audio_s_per_s"] > 0 else 0.0,
+        saturation=saturation,
     )
 
 
@@ -554,9 +592,7 @@ def run_load_bench(
             engine_process.close()
         if workers is not None:
             workers.close()
-    passing = [lv.concurrency for lv in results if lv.passed]
-    best = max((lv.audio_s_per_s for lv in [*results, *([saturation] if saturation else [])]), default=0.0)
-    return LoadBenchResult(
+    return bench_result(
         machine={
             "platform": platform.platform(),
             "processor": platform.processor() or platform.machine(),
@@ -589,7 +625,5 @@ def run_load_bench(
         },
         baseline=baseline,
         levels=results,
-        max_realtime_streams=max(passing, default=0),
-        throughput_vs_baseline=best / baseline["audio_s_per_s"] if baseline["audio_s_per_s"] > 0 else 0.0,
         saturation=saturation,
     )
