@@ -173,6 +173,12 @@ def test_deadline_cancels_cleanly_while_a_batch_is_stuck(tiny_model: Path, refer
         assert gated.entered.is_set()  # it expired while its batch was in the engine
         health = service.health()
         assert health["admitted"] == 0 and health["queue_depth"] == 0 and health["running"] == 0
+        modules = health["engines"]["primary"]["modules"]  # what each module runs on, for the operator
+        assert modules == {
+            "acoustic_encode": "eager-float32",
+            "acoustic_decode": "eager-float32",
+            "vocoder": "eager-float32",
+        }
         gated.gate.set()  # the stuck batch finishes; its result is dropped, the service goes on
         result = await service.synthesize(SynthesisRequest(text="Hi."))
         close(result.audio, reference.synthesize("Hi.").audio)

@@ -75,6 +75,11 @@ class EngineSet:
             "device": str(self.synth.device),
             "backend": self.synth.backend,
             "fused_frames": bool(getattr(self.synth, "fused_frames", False)),
+            # what each module runs on (backend "auto" picks per module): {"vocoder": "eager-bfloat16", ...}
+            "modules": {
+                name: f"{engine.backend}-{str(engine.dtype).removeprefix('torch.')}"
+                for name, engine in (getattr(self.synth, "engines", None) or {}).items()
+            },
             "healthy": self.healthy,
             "warmed": self.warmed,
             "rebuilding": self.rebuilding,
