@@ -264,7 +264,9 @@ def serve(
     device: Annotated[str, typer.Option(envvar="RTVOX_DEVICE", help="auto, cpu or cuda")] = "auto",
     backend: Annotated[
         str,
-        typer.Option(envvar="RTVOX_BACKEND", help="Engine backend (auto: the captured pipeline on a GPU, else eager)"),
+        typer.Option(
+            envvar="RTVOX_BACKEND", help="Engine backend (auto: the captured pipeline on a GPU, per module on a CPU)"
+        ),
     ] = "auto",
     api_key: Annotated[
         list[str] | None, typer.Option(help="Accepted Bearer key (repeatable; env RTVOX_API_KEYS, comma separated)")

@@ -30,7 +30,7 @@ class ServerConfig:
     port: int = DEFAULT_PORT
     model: str | None = None  # model directory or shipped model name; None → the shipped default
     device: str = "auto"  # auto, cpu, cuda or cuda:N
-    backend: str = "auto"  # engine backend; auto: the captured pipeline ("graphs") on a GPU, eager on the CPU
+    backend: str = "auto"  # engine backend; auto: the captured pipeline ("graphs") on a GPU, per module on the CPU
     api_keys: tuple[str, ...] = ()  # accepted Bearer tokens; empty → no authentication
     cors_origins: tuple[str, ...] = ()  # origins allowed by CORS; empty → no CORS headers; "*" → any
     redis_url: str | None = None  # shared embedding cache and cloned-voice table; None → local only

@@ -30,9 +30,10 @@ def build_service(config: ServerConfig) -> SpeechService:
     gpu = resolve_device(config.device).type == "cuda"
     workers = config.workers or 1  # this process's share of the machine; serve() resolves an unset count first
     # Defaults by device (BENCHMARKS.md, serving load): on a GPU the captured pipeline, batches of up to 64 chunks,
-    # two in flight, first chunks sent at once, the frontend in worker processes; on the CPU eager engines, batches
-    # of 16, one at a time.
-    backend = config.backend if config.backend != "auto" else ("graphs" if gpu else "eager")
+    # two in flight, first chunks sent at once, the frontend in worker processes; on the CPU the engine builder's
+    # per-module pick ("auto": the fastest verified backend per module, eager where a build fails), batches of 16,
+    # one at a time.
+    backend = config.backend if config.backend != "auto" else ("graphs" if gpu else "auto")
     max_batch = config.max_batch or (64 if gpu else 16)
     first_wait = config.first_chunk_wait_ms if config.first_chunk_wait_ms is not None else (0.0 if gpu else None)
     # Two batches in flight on the captured pipeline: +15 % saturated throughput on an H100 in one run, single-stream
