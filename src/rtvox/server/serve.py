@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from rtvox.server.config import ServerConfig
@@ -94,19 +96,24 @@ def serve(config: ServerConfig) -> None:
     uvicorn.run(app, host=config.host, port=config.port, log_level=config.log_level, access_log=False)
 
 
-# GPU memory one worker's engines take: 18 GB serving, up to 26 GB while its buckets are captured (the graph pools
-# of batches up to 64 chunks), measured on an H100 (BENCHMARKS.md, serving over HTTP): four workers did not fit there.
-GPU_BYTES_PER_WORKER = 30 * 1024**3
-# The most workers a GPU gets by default: three were the fastest over HTTP on an H100 (the server processes' own
-# work, HTTP framing included, is the limit there), more were not measured to fit.
-MAX_DEFAULT_GPU_WORKERS = 3
+# GPU memory of one worker's engines, measured on an H100 (BENCHMARKS.md, "Serving over HTTP"): 17.6-17.9 GiB while
+# serving, up to 26.1 GiB while its buckets are captured (the graph pools of batches up to 64 chunks). Workers
+# capture one at a time (`_one_capture_at_a_time`), so N of them need (N - 1) serving footprints and one capture
+# peak; started all at once, four did not fit on that card. With margins:
+GPU_SERVING_BYTES = 20 * 1024**3
+GPU_CAPTURE_BYTES = 28 * 1024**3
+# The most workers a GPU gets by default: two, the best setting measured twice (in process and over HTTP on an
+# H100); three served more over HTTP once (19.8x against 15.2-15.3x) and less in another run whose start overlapped
+# its levels, so `--workers 3` is the operator's choice, not the default.
+MAX_DEFAULT_GPU_WORKERS = 2
 
 
 def resolve_workers(config: ServerConfig) -> int:
     """The number of server processes: `config.workers` when set, else the device's default: on a GPU as many as
-    its memory holds at GPU_BYTES_PER_WORKER each, 1 to MAX_DEFAULT_GPU_WORKERS (2 on an 80 GB H100: 15.2-15.3x
-    the one-at-a-time rate under load over HTTP against 7.8x with one); 1 on the CPU (one process is the measured
-    default there: a second adds saturated throughput but doubles memory and start-up on a small machine)."""
+    its memory holds (one capturing, the rest serving), 1 to MAX_DEFAULT_GPU_WORKERS — 2 on an 80 GB H100, where
+    over HTTP they served 15.2-15.3x one request at a time against 7.8x with one; 1 on the CPU
+    (one process is the measured default there: a second adds saturated throughput but doubles memory and
+    start-up on a small machine)."""
     if config.workers is not None:
         return config.workers
     from rtvox.runtime.synthesizer import resolve_device
@@ -117,7 +124,27 @@ def resolve_workers(config: ServerConfig) -> int:
     import torch
 
     total = torch.cuda.get_device_properties(device).total_memory  # no context is made, no memory taken
-    return max(1, min(MAX_DEFAULT_GPU_WORKERS, total // GPU_BYTES_PER_WORKER))
+    return max(1, min(MAX_DEFAULT_GPU_WORKERS, 1 + (total - GPU_CAPTURE_BYTES) // GPU_SERVING_BYTES))
+
+
+@contextlib.contextmanager
+def _one_capture_at_a_time(config: ServerConfig) -> Iterator[None]:
+    """Around a worker's engine build on a GPU: an exclusive lock on a file in the workers' shared folder, so
+    their capture peaks (a third above what they hold while serving) come one after another, not together."""
+    from rtvox.runtime.synthesizer import resolve_device
+
+    shared = os.environ.get(METRICS_DIR_ENV)
+    if not shared or (config.workers or 1) < 2 or resolve_device(config.device).type != "cuda":
+        yield
+        return
+    import fcntl
+
+    with open(os.path.join(shared, "capture.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when a worker dies holding it
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _log_setup(config: ServerConfig) -> None:
@@ -163,6 +190,7 @@ def worker_app() -> FastAPI:
 
     config = ServerConfig.from_json(os.environ[WORKER_CONFIG_ENV])
     _log_setup(config)
-    service = build_service(config)
+    with _one_capture_at_a_time(config):
+        service = build_service(config)
     log.info("worker %d serving model %s", os.getpid(), service.synthesizer.model_dir)
     return create_app(service, config)

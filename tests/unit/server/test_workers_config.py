@@ -44,7 +44,7 @@ class _Props:
         self.total_memory = gib * 1024**3
 
 
-@pytest.mark.parametrize(("gib", "expected"), [(80, 2), (141, 3), (200, 3), (48, 1), (24, 1)])
+@pytest.mark.parametrize(("gib", "expected"), [(80, 2), (141, 2), (48, 2), (40, 1), (24, 1)])
 def test_unset_workers_on_a_gpu_follow_its_memory(monkeypatch: pytest.MonkeyPatch, gib: int, expected: int) -> None:
     import torch
 
@@ -62,3 +62,43 @@ def test_unset_workers_on_the_cpu_is_one() -> None:
 
     assert resolve_workers(ServerConfig(device="cpu")) == 1
     assert resolve_workers(ServerConfig(device="cpu", workers=2)) == 2
+
+
+def test_gpu_workers_capture_one_at_a_time(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    import threading
+
+    import torch
+
+    from rtvox.runtime import synthesizer
+    from rtvox.server import serve
+    from rtvox.server.metrics import METRICS_DIR_ENV
+
+    monkeypatch.setenv(METRICS_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(synthesizer, "resolve_device", lambda name: torch.device(name))
+    config = ServerConfig(device="cuda", workers=2)
+    inside, release, order = threading.Event(), threading.Event(), []
+
+    def first() -> None:
+        with serve._one_capture_at_a_time(config):
+            order.append("first in")
+            inside.set()
+            release.wait(10)
+            order.append("first out")
+
+    def second() -> None:
+        with serve._one_capture_at_a_time(config):
+            order.append("second in")
+
+    a = threading.Thread(target=first)
+    a.start()
+    assert inside.wait(10)
+    b = threading.Thread(target=second)
+    b.start()
+    b.join(0.3)
+    assert b.is_alive()  # waits for the first capture to end
+    release.set()
+    a.join(10)
+    b.join(10)
+    assert order == ["first in", "first out", "second in"]
+    with serve._one_capture_at_a_time(ServerConfig(device="cpu", workers=2)):  # CPU workers do not wait
+        pass
