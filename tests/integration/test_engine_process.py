@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from rtvox.runtime import Synthesizer
-from rtvox.runtime.engine_process import EngineProcess, EngineProcessError, job_row, row_job
+from rtvox.runtime.engine_process import EngineProcess, EngineProcessError, job_row, parse_spec, row_job
 from rtvox.runtime.service import ServiceConfig, TTSService
 from rtvox.runtime.steps import ChunkJob
 from rtvox.runtime.types import SynthesisRequest
@@ -125,3 +125,18 @@ def test_rtvox_serve_engine_process_keeps_the_server_side_on_the_cpu(tiny_model:
         await service.stop()
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("cpu", ("cpu", "auto")),
+        ("cpu:eager", ("cpu", "eager")),
+        ("cuda", ("cuda", "auto")),
+        ("cuda:graphs", ("cuda", "graphs")),
+        ("cuda:1", ("cuda:1", "auto")),  # an indexed device is not a backend named "1"
+        ("cuda:1:graphs", ("cuda:1", "graphs")),  # what `rtvox serve --device cuda:1 --engine-process` asks for
+    ],
+)
+def test_engine_process_specs_keep_the_device_index(spec: str, expected: tuple[str, str]) -> None:
+    assert parse_spec(spec) == expected

@@ -78,6 +78,14 @@ def row_job(row: Row) -> ChunkJob:
     return ChunkJob(prepared, 0)
 
 
+def parse_spec(spec: str) -> tuple[str, str]:
+    """ "cuda:1:graphs" → ("cuda:1", "graphs"); "cuda:1" → ("cuda:1", "auto"); "cpu:eager" → ("cpu", "eager")."""
+    head, sep, tail = spec.rpartition(":")
+    if not sep or tail.isdigit():  # no backend named: the last part is the device's index, or there is none
+        return spec, "auto"
+    return head, tail
+
+
 def _serve(conn: Connection, model: str, device: str, backend: str, dtype: str, shm_name: str, half: int) -> None:
     """The engine process: build, warm, then run steps until told to stop or the pipe closes."""
     from rtvox.runtime.executor import warm_up
@@ -170,9 +178,10 @@ class EngineProcess:
 
     @classmethod
     def from_spec(cls, spec: str, host: Any) -> EngineProcess:
-        """From `ServiceConfig.engine_process`'s "DEVICE" or "DEVICE:BACKEND" (backend "auto" when not given)."""
-        device, _, backend = spec.partition(":")
-        return cls(host.model_dir, device, backend or "auto", host)
+        """From `ServiceConfig.engine_process`'s "DEVICE" or "DEVICE:BACKEND" (backend "auto" when not given);
+        the device may carry its index ("cuda:1:graphs", "cuda:1")."""
+        device, backend = parse_spec(spec)
+        return cls(host.model_dir, device, backend, host)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
