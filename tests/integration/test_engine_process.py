@@ -111,7 +111,11 @@ def test_rtvox_serve_engine_process_keeps_the_server_side_on_the_cpu(tiny_model:
     from rtvox.server.config import ServerConfig
     from rtvox.server.serve import build_service
 
-    service = build_service(ServerConfig(model=str(tiny_model), engine_process=True))
+    # unset, the backend is the device's default (here the CPU's per-module pick) and goes to the engine process
+    default = build_service(ServerConfig(model=str(tiny_model), engine_process=True))
+    assert isinstance(default, TTSService) and default.config.engine_process == "auto:auto"
+    # eager, so the audio can be held to the eager reference exactly
+    service = build_service(ServerConfig(model=str(tiny_model), engine_process=True, backend="eager"))
     assert isinstance(service, TTSService)
     assert service.synthesizer.device.type == "cpu" and service.synthesizer.backend == "eager"
     assert service.config.engine_process == "auto:eager" and service.config.fallback_device == "cpu"
