@@ -31,6 +31,7 @@ from rtvox.errors import InputError
 from rtvox.runtime.loadbench import (
     BenchText,
     LevelResult,
+    ListenerPlan,
     LoadBenchResult,
     StreamRecord,
     _stalled,
@@ -151,16 +152,13 @@ async def _listeners(
     records: list[StreamRecord] = []
     errors: list[str] = []
     end = time.perf_counter() + duration_s
-    offsets = rng.integers(0, len(texts), size=concurrency)
-    think = rng.exponential(think_time_s, size=(concurrency, 1000))
-    cycle = min(float(np.mean([t.seconds for t in texts])) + think_time_s, duration_s / 2)
-    phase = rng.uniform(0.0, cycle, size=concurrency)
+    plan = ListenerPlan.draw(rng, texts, concurrency, duration_s, think_time_s)
 
     async def client(index: int) -> None:
         n = 0
-        await asyncio.sleep(float(phase[index]) if listen else 0.0)
+        await asyncio.sleep(plan.start_delay(index, listen))
         while time.perf_counter() < end:
-            item = texts[(int(offsets[index]) + n * 7919) % len(texts)]
+            item = plan.text(texts, index, n)
             body = json.dumps(request_body(item, realistic_durations, voice)).encode()
             t0 = time.perf_counter()
             try:
@@ -174,7 +172,7 @@ async def _listeners(
                     await asyncio.sleep(max(0.0, arrivals[0] + record.audio_s - time.perf_counter()))
             n += 1
             if listen:
-                await asyncio.sleep(float(think[index, n % think.shape[1]]))
+                await asyncio.sleep(plan.think_s(index, n))
 
     start = time.perf_counter()
     await asyncio.gather(*(client(i) for i in range(concurrency)))

@@ -147,6 +147,37 @@ class LoadBenchResult:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class ListenerPlan:
+    """A level's random draws, whatever carries the requests: each client's first text, its think times and the
+    phase it starts at. Listeners start in steady state, each at a uniform phase of its mean cycle (audio + think
+    time, at most half the level so every client starts within a short one), so a level does not open with all N
+    requests at once; closed-loop clients start at once."""
+
+    offsets: np.ndarray  # [clients]: index of each client's first text
+    think: np.ndarray  # [clients, k]: exponential think times, used in turn
+    phase: np.ndarray  # [clients]: seconds before a listener's first request
+
+    @classmethod
+    def draw(
+        cls, rng: np.random.Generator, texts: Sequence[BenchText], clients: int, duration_s: float, think_s: float
+    ) -> ListenerPlan:
+        offsets = rng.integers(0, len(texts), size=clients)
+        think = rng.exponential(think_s, size=(clients, 10_000))
+        cycle = min(float(np.mean([t.seconds for t in texts])) + think_s, duration_s / 2)
+        return cls(offsets, think, rng.uniform(0.0, cycle, size=clients))
+
+    def text(self, texts: Sequence[BenchText], client: int, n: int) -> BenchText:
+        """The client's n-th text (a stride through the pool, so clients do not repeat one another)."""
+        return texts[(int(self.offsets[client]) + n * 7919) % len(texts)]
+
+    def start_delay(self, client: int, listen: bool) -> float:
+        return float(self.phase[client]) if listen else 0.0
+
+    def think_s(self, client: int, n: int) -> float:
+        return float(self.think[client, n % self.think.shape[1]])
+
+
 def _percentile_ms(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q) * 1000.0) if values else float("nan")
 
@@ -200,20 +231,14 @@ async def _run_level(
     records: list[StreamRecord] = []
     errors = 0
     end = time.perf_counter() + duration_s
-    offsets = rng.integers(0, len(texts), size=concurrency)
-    think = rng.exponential(think_time_s, size=(concurrency, 10_000))
-    # (at most half the level, so every client starts within a short level)
-    cycle = min(float(np.mean([t.seconds for t in texts])) + think_time_s, duration_s / 2)
-    phase = rng.uniform(0.0, cycle, size=concurrency)
+    plan = ListenerPlan.draw(rng, texts, concurrency, duration_s, think_time_s)
 
     async def client(index: int) -> None:
         nonlocal errors
         n = 0
-        # Listeners start in steady state: each at a uniform phase of its mean cycle (audio + think time), so a
-        # level does not open with all N requests at once; closed-loop clients start at once.
-        await asyncio.sleep(float(phase[index]) if listen else 0.0)
+        await asyncio.sleep(plan.start_delay(index, listen))
         while time.perf_counter() < end:
-            item = texts[(int(offsets[index]) + n * 7919) % len(texts)]
+            item = plan.text(texts, index, n)
             t0 = time.perf_counter()
             arrivals, seconds = [], []
             try:
@@ -230,7 +255,7 @@ async def _run_level(
                     await asyncio.sleep(max(0.0, arrivals[0] + sum(seconds) - time.perf_counter()))
             n += 1
             if listen:
-                await asyncio.sleep(float(think[index, n % think.shape[1]]))
+                await asyncio.sleep(plan.think_s(index, n))
 
     start = time.perf_counter()
     await asyncio.gather(*(client(i) for i in range(concurrency)))
