@@ -15,6 +15,7 @@ sending the same kind of requests back to back, in the same run.
 from __future__ import annotations
 
 import asyncio
+import json
 import multiprocessing
 import os
 import platform
@@ -37,6 +38,7 @@ from rtvox.runtime.loadbench import (
     _stalled,
     baseline_figures,
     bench_result,
+    even_shares,
     level_result,
     make_texts,
 )
@@ -145,8 +147,6 @@ async def _listeners(
     voice: str | None,
 ) -> dict[str, Any]:
     """One client process's share of a level: the in-process benchmark's listeners, over HTTP."""
-    import json
-
     host, port, prefix = parse_url(url)
     rng = np.random.default_rng(list(seed))
     records: list[StreamRecord] = []
@@ -216,7 +216,6 @@ def run_http_load(
     """TTFA, per-stream real-time factor and the largest real-time level of a running server, plus its
     one-at-a-time baseline, in one run (see the module doc). The server's own settings are its business: the
     result records what its /health said."""
-    import json
     import urllib.request
 
     host, port, prefix = parse_url(url)
@@ -248,7 +247,7 @@ def run_http_load(
     with multiprocessing.get_context("spawn").Pool(client_processes) as pool:
 
         def run_level(n: int, listen: bool, index: int) -> LevelResult:
-            shares = [n // client_processes + (1 if i < n % client_processes else 0) for i in range(client_processes)]
+            shares = even_shares(n, client_processes)
             start_at = time.time() + 1.0
             jobs = [
                 (

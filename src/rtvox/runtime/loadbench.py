@@ -421,6 +421,11 @@ def bench_result(
     )
 
 
+def even_shares(n: int, parts: int) -> list[int]:
+    """n clients split over `parts` processes as evenly as whole numbers allow: even_shares(5, 3) == [2, 2, 1]."""
+    return [n // parts + (1 if i < n % parts else 0) for i in range(parts)]
+
+
 class _ServiceWorkers:
     """`count` service processes (spawned) on the model and device of `synth`, each with its own engines; a
     level goes to all of them at once, the clients split evenly, started at one wall-clock moment."""
@@ -450,7 +455,7 @@ class _ServiceWorkers:
     def run_level(
         self, n: int, listen: bool, duration_s: float, think_time_s: float, realistic: bool
     ) -> list[dict[str, Any]]:
-        shares = [n // self.count + (1 if i < n % self.count else 0) for i in range(self.count)]
+        shares = even_shares(n, self.count)
         start_at = time.time() + 2.0  # every service started and idle before any client runs
         for conn, share in zip(self.conns, shares, strict=True):
             conn.send(("level", share, listen, duration_s, think_time_s, realistic, start_at))
