@@ -37,15 +37,18 @@ def two_workers(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
-        ready = 0
-        while ready < 6:  # a few answers in a row: with luck both workers are up, and the loop below makes sure
+        answers: list[int] = []
+        while 200 not in answers[-1:]:  # /ready answers 200 only once every worker is loaded and warm
             if proc.poll() is not None or time.monotonic() > deadline:
                 out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
                 pytest.fail(f"rtvox serve --workers 2 did not get ready (exit {proc.poll()}):\n{out[-3000:]}")
             try:
-                ready = ready + 1 if httpx.get(f"{url}/ready", timeout=5).status_code == 200 else 0
+                answer = httpx.get(f"{url}/ready", timeout=5)
+                answers.append(answer.status_code)
+                if answer.status_code == 503:  # says how many workers are ready, as an OpenAI-style error
+                    assert answer.json()["error"]["code"] == "not_ready", answer.text
             except httpx.TransportError:
-                ready = 0
+                pass
             time.sleep(0.2)
         yield url
     finally:
@@ -74,6 +77,12 @@ def _metric(text: str, name: str, **labels: str) -> float:
         if all(f'{k}="{v}"' in line for k, v in labels.items()):
             total += float(line.rsplit(" ", 1)[1])
     return total
+
+
+def test_ready_speaks_for_every_worker(two_workers: str) -> None:
+    for _ in range(6):  # whichever worker answers, it reports both
+        body = httpx.get(f"{two_workers}/ready", timeout=10).json()
+        assert body["ready"] is True and body["workers"] == {"ready": 2, "expected": 2}, body
 
 
 def test_both_workers_serve_share_clones_and_count_together(two_workers: str) -> None:

@@ -39,7 +39,10 @@ def create_app(service: SpeechService, config: ServerConfig | None = None) -> Fa
     """An app serving `service`; its lifespan starts the service (which warms its engines) and stops it."""
     config = config or ServerConfig()
     synth = service.synthesizer
-    metrics = Metrics(service.stats, synth.embedding_cache.stats)
+    made: list[ServerState] = []  # the state, once made (the metrics registry reads readiness as it registers)
+    metrics = Metrics(
+        service.stats, synth.embedding_cache.stats, ready=lambda: bool(made) and made[0].started and service.ready
+    )
     state = ServerState(
         service=service,
         config=config,
@@ -47,6 +50,7 @@ def create_app(service: SpeechService, config: ServerConfig | None = None) -> Fa
         metrics=metrics,
         consents=ConsentStore(synth.voices.clones_dir / "consents"),
     )
+    made.append(state)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -116,12 +120,25 @@ def _add_operator_routes(app: FastAPI) -> None:
     @app.get("/ready", summary="Readiness: engines loaded and warm", responses={503: {"description": "Not ready"}})
     async def ready(request: Request) -> JSONResponse:
         state = get_state(request)
-        if state.started and state.service.ready:
-            return JSONResponse({"ready": True, "model": state.model_id})
-        return error_response(
-            APIError(503, "not ready: the engines are still loading or warming up", type="server_error",
-                     code="not_ready", headers={"Retry-After": "1"})
-        )  # fmt: skip
+        if not (state.started and state.service.ready):
+            return error_response(
+                APIError(503, "not ready: the engines are still loading or warming up", type="server_error",
+                         code="not_ready", headers={"Retry-After": "1"})
+            )  # fmt: skip
+        body: dict[str, Any] = {"ready": True, "model": state.model_id}
+        expected = state.config.workers or 1
+        if state.metrics.shared_dir is not None and expected > 1:
+            # under `rtvox serve --workers N` any worker may answer: ready means every worker is, so a load
+            # balancer or a deploy script that waits for 200 never sends work to a server still half warm
+            ready, alive = state.metrics.runtime.workers_ready()
+            body["workers"] = {"ready": ready, "expected": expected}
+            if ready < expected:
+                return error_response(
+                    APIError(503, f"not ready: {ready} of {expected} worker processes are loaded and warm "
+                             f"({alive} started)", type="server_error", code="not_ready",
+                             headers={"Retry-After": "1"})
+                )  # fmt: skip
+        return JSONResponse(body)
 
     @app.get("/metrics", summary="Prometheus metrics", response_class=Response)
     async def metrics(request: Request) -> Response:

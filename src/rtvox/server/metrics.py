@@ -39,7 +39,12 @@ HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTI
 class Metrics:
     """Owns the registry and the request-level instruments the routes and the middleware update."""
 
-    def __init__(self, stats: Callable[[], Mapping[str, Any]], cache_stats: Callable[[], Mapping[str, Any]]) -> None:
+    def __init__(
+        self,
+        stats: Callable[[], Mapping[str, Any]],
+        cache_stats: Callable[[], Mapping[str, Any]],
+        ready: Callable[[], bool] = lambda: True,
+    ) -> None:
         disable_created_metrics()  # process-wide: the *_created series only double the scrape size
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
@@ -62,7 +67,7 @@ class Metrics:
             "rtvox_audio_generated_seconds", "Seconds of audio sent", ["endpoint"], registry=self.registry
         )
         self.shared_dir = os.environ.get(METRICS_DIR_ENV) or None
-        self.runtime = RuntimeCollector(stats, cache_stats, self.shared_dir)
+        self.runtime = RuntimeCollector(stats, cache_stats, self.shared_dir, ready)
         self.registry.register(self.runtime)
 
     def exposition(self) -> bytes:
@@ -99,9 +104,11 @@ class RuntimeCollector(Collector):
         stats: Callable[[], Mapping[str, Any]],
         cache_stats: Callable[[], Mapping[str, Any]],
         shared_dir: str | None = None,
+        ready: Callable[[], bool] = lambda: True,
     ) -> None:
         self._stats = stats
         self._cache_stats = cache_stats
+        self._ready = ready
         self.shared_dir = shared_dir
         # where this worker's snapshot goes (server workers only)
         self.snapshot_path = os.path.join(shared_dir, f"{SNAPSHOT_PREFIX}{os.getpid()}.json") if shared_dir else None
@@ -111,7 +118,8 @@ class RuntimeCollector(Collector):
         stats = dict(self._stats())
         if not isinstance(stats.get("cache"), Mapping):
             stats["cache"] = dict(self._cache_stats())
-        return {"stats": _plain(stats), "memory": {"|".join(k): v for k, v in _memory_samples()}}
+        memory = {"|".join(k): v for k, v in _memory_samples()}
+        return {"stats": _plain(stats), "memory": memory, "ready": bool(self._ready())}
 
     def publish(self) -> dict[str, Any]:
         snap = self.snapshot()
@@ -122,7 +130,21 @@ class RuntimeCollector(Collector):
             os.replace(tmp, self.snapshot_path)  # readers see a whole snapshot or the last one
         return snap
 
+    def workers_ready(self) -> tuple[int, int]:
+        """(workers ready, workers alive) over this one (read afresh) and every live peer's latest snapshot; (1, 1)
+        or (0, 1) outside server workers."""
+        snaps = self._live_snapshots() if self.shared_dir is not None else [self.snapshot()]
+        return sum(bool(s.get("ready")) for s in snaps), len(snaps)
+
     def _merged(self) -> dict[str, Any]:
+        snaps = self._live_snapshots()
+        merged = _sum_trees([s["stats"] for s in snaps])
+        merged["workers"] = len(snaps)
+        memory = _sum_trees([s["memory"] for s in snaps])
+        return {"stats": merged, "memory": memory}
+
+    def _live_snapshots(self) -> list[dict[str, Any]]:
+        """This worker's snapshot (published afresh) and every other live worker's latest one."""
         own = self.publish()
         assert self.shared_dir is not None
         snaps = [own]
@@ -140,10 +162,7 @@ class RuntimeCollector(Collector):
             if pid == os.getpid() or now - float(snap.get("time", 0)) > SNAPSHOT_STALE_S or not _alive(pid):
                 continue
             snaps.append(snap)
-        merged = _sum_trees([s["stats"] for s in snaps])
-        merged["workers"] = len(snaps)
-        memory = _sum_trees([s["memory"] for s in snaps])
-        return {"stats": merged, "memory": memory}
+        return snaps
 
     def collect(self) -> Iterator[Metric]:
         if self.shared_dir is None:
