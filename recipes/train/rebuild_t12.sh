@@ -16,7 +16,6 @@ cd "$(dirname "$0")/../.."
 W=${1:-/work}
 EVAL=${EVAL_DIR:-$W/shared/eval}
 CV=$W/corpus-venv
-PART_BYTES=$((60 * 1024 * 1024))
 
 test -x "$CV/bin/python" || bash recipes/corpus/setup.sh "$CV"
 test -x .venv/bin/python || make .venv/.installed
@@ -36,24 +35,4 @@ if [ ! -f "$W/packed-v6/pack.json" ]; then
     "$W/corpus-v5a" "$W/packed-v6" --shards 15 --jobs 2 --vocoder-minutes 0.2
 fi
 
-# Uploads: acoustic shards in parts under PART_BYTES, each with pack.json; then the init part; .gpu/none empty.
-rm -rf .gpu/U[0-9]* .gpu/none
-mkdir -p .gpu/none
-part=1 size=0
-mkdir -p .gpu/U1
-for shard in "$W"/packed-v6/acoustic-*.npz.xz; do
-  bytes=$(stat -c %s "$shard")
-  if ((size > 0 && size + bytes > PART_BYTES)); then
-    part=$((part + 1)) size=0
-    mkdir -p ".gpu/U$part"
-  fi
-  cp "$shard" ".gpu/U$part/"
-  size=$((size + bytes))
-done
-for ((k = 1; k <= part; k++)); do cp "$W/packed-v6/pack.json" ".gpu/U$k/"; done
-init=".gpu/U$((part + 1))/init/acoustic"
-rm -rf "$init"
-.venv/bin/python -m recipes.train.compose_init --model models/rtvox-small --aligner recipes/train/aligner-t12c \
-  --step 25291 --out "$init"
-cp "$W/packed-v6/pack.json" ".gpu/U$((part + 1))/"
-du -sh .gpu/U*
+bash recipes/train/cut_uploads.sh "$W/packed-v6" 25291 60

@@ -15,7 +15,6 @@ cd "$(dirname "$0")/../.."
 W=${1:-/work}
 EVAL=${EVAL_DIR:-$W/shared/eval}
 CV=$W/corpus-venv
-PART_BYTES=$((58 * 1024 * 1024))
 
 test -x "$CV/bin/python" || bash recipes/corpus/setup.sh "$CV"
 test -x .venv/bin/python || make .venv/.installed
@@ -32,23 +31,4 @@ if [ ! -f "$W/packed-v7/pack.json" ]; then
     --vocoder-minutes 0.2
 fi
 
-# Uploads: acoustic shards in parts under PART_BYTES, each with pack.json; the init part last.
-rm -rf .gpu/U[0-9]* .gpu/none
-mkdir -p .gpu/none .gpu/U1
-part=1 size=0
-for shard in "$W"/packed-v7/acoustic-*.npz.xz; do
-  bytes=$(stat -c %s "$shard")
-  if ((size > 0 && size + bytes > PART_BYTES)); then
-    part=$((part + 1)) size=0
-    mkdir -p ".gpu/U$part"
-  fi
-  cp "$shard" ".gpu/U$part/"
-  size=$((size + bytes))
-done
-for ((k = 1; k <= part; k++)); do cp "$W/packed-v7/pack.json" ".gpu/U$k/"; done
-init=".gpu/U$((part + 1))/init/acoustic"
-rm -rf "$init"
-.venv/bin/python -m recipes.train.compose_init --model models/rtvox-small --aligner recipes/train/aligner-t12c \
-  --step 29087 --out "$init"
-cp "$W/packed-v7/pack.json" ".gpu/U$((part + 1))/"
-du -sh .gpu/U*
+bash recipes/train/cut_uploads.sh "$W/packed-v7" 29087 58

@@ -41,6 +41,7 @@ from rtvox.runtime.loadbench import (
     even_shares,
     level_result,
     make_texts,
+    plan_settings,
 )
 
 PCM_BYTES_PER_SECOND = SAMPLE_RATE * 2  # what /v1/tts sends for response_format pcm
@@ -292,16 +293,18 @@ def run_http_load(
         settings={
             "transport": "http",
             "endpoint": "/v1/tts (pcm, stream_format audio)",
-            "levels": list(levels),
-            "level_duration_s": level_duration_s,
-            "think_time_s": think_time_s,
-            "ttfa_p99_target_ms": ttfa_p99_target_s * 1000.0,
-            "baseline_requests": baseline_requests,
-            "realistic_durations": realistic_durations,
-            "saturation_clients": saturation_clients,
+            **plan_settings(
+                levels,
+                level_duration_s,
+                think_time_s,
+                ttfa_p99_target_s,
+                baseline_requests,
+                realistic_durations,
+                saturation_clients,
+                seed,
+            ),
             "client_processes": client_processes,
             "voice": voice,
-            "seed": seed,
             "errors": errors_seen,
         },
         baseline=baseline,

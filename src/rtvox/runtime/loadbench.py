@@ -421,6 +421,29 @@ def bench_result(
     )
 
 
+def plan_settings(
+    levels: Sequence[int],
+    level_duration_s: float,
+    think_time_s: float,
+    ttfa_p99_target_s: float,
+    baseline_requests: int,
+    realistic_durations: bool,
+    saturation_clients: int,
+    seed: int,
+) -> dict[str, Any]:
+    """The settings every load bench records (in-process and over HTTP): the levels, the pass bound, the baseline."""
+    return {
+        "levels": list(levels),
+        "level_duration_s": level_duration_s,
+        "think_time_s": think_time_s,
+        "ttfa_p99_target_ms": ttfa_p99_target_s * 1000.0,
+        "baseline_requests": baseline_requests,
+        "realistic_durations": realistic_durations,
+        "saturation_clients": saturation_clients,
+        "seed": seed,
+    }
+
+
 def even_shares(n: int, parts: int) -> list[int]:
     """n clients split over `parts` processes as evenly as whole numbers allow: even_shares(5, 3) == [2, 2, 1]."""
     return [n // parts + (1 if i < n % parts else 0) for i in range(parts)]
@@ -633,12 +656,16 @@ def run_load_bench(
             **ran_on,
         },
         settings={
-            "levels": list(levels),
-            "level_duration_s": level_duration_s,
-            "think_time_s": think_time_s,
-            "ttfa_p99_target_ms": ttfa_p99_target_s * 1000.0,
-            "baseline_requests": baseline_requests,
-            "realistic_durations": realistic_durations,
+            **plan_settings(
+                levels,
+                level_duration_s,
+                think_time_s,
+                ttfa_p99_target_s,
+                baseline_requests,
+                realistic_durations,
+                saturation_clients,
+                seed,
+            ),
             "max_batch": config.max_batch,
             "max_wait_ms": config.max_wait_ms,
             "first_chunk_wait_ms": config.first_chunk_wait_ms,
@@ -649,9 +676,7 @@ def run_load_bench(
             "gil_switch_interval_ms": config.gil_switch_interval_ms,
             "engine_process": config.engine_process,
             "bucket_edges": None if config.bucket_edges is None else list(config.bucket_edges),
-            "saturation_clients": saturation_clients,
             "service_processes": service_processes,
-            "seed": seed,
         },
         baseline=baseline,
         levels=results,
