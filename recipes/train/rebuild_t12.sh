@@ -13,16 +13,8 @@
 #   recipes/train/README.md (carry [".gpu/none"]).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-W=${1:-/work}
-EVAL=${EVAL_DIR:-$W/shared/eval}
-CV=$W/corpus-venv
-
-test -x "$CV/bin/python" || bash recipes/corpus/setup.sh "$CV"
-test -x .venv/bin/python || make .venv/.installed
-build() {  # NAME HOURS SEED MIX
-  "$CV/bin/python" -m recipes.corpus.build --out "$W/$1" --hours "$2" --seed "$3" --text-mix "$4" --jobs 2 \
-    --eval-dir "$EVAL"
-}
+# shellcheck source=recipes/train/rebuild_env.sh
+source recipes/train/rebuild_env.sh "${1:-/work}"  # W, EVAL, CV, both venvs, build()
 build corpus-v3b 4.5 4 v3
 build corpus-v2b 1.5 5 v2
 build corpus-v2c 1 6 v2

@@ -12,18 +12,8 @@
 # emotion weights beside the aligner of run T12c at T12's last step: recipes.train.compose_init).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-W=${1:-/work}
-EVAL=${EVAL_DIR:-$W/shared/eval}
-CV=$W/corpus-venv
-
-test -x "$CV/bin/python" || bash recipes/corpus/setup.sh "$CV"
-test -x .venv/bin/python || make .venv/.installed
-build() {  # NAME HOURS SEED MIX [EXTRA...]
-  local name=$1 hours=$2 seed=$3 mix=$4
-  shift 4
-  "$CV/bin/python" -m recipes.corpus.build --out "$W/$name" --hours "$hours" --seed "$seed" --text-mix "$mix" \
-    --jobs 2 --eval-dir "$EVAL" "$@"
-}
+# shellcheck source=recipes/train/rebuild_env.sh
+source recipes/train/rebuild_env.sh "${1:-/work}"  # W, EVAL, CV, both venvs, build()
 build corpus-v6mei 2.5 21 v6 --speakers zh_f_baker
 build corpus-v6all 4 22 v6
 if [ ! -f "$W/packed-v7/pack.json" ]; then
