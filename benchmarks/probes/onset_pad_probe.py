@@ -4,7 +4,8 @@
         [--teacher-dir DIR] --out benchmarks/results/quality/t15/onset_pad_probe.json
 
 Speaks each sentence once with the default voice (eager, CPU), measures the leading and trailing silence
-(loudness.speech_bounds), then transcribes the same audio with `pad` seconds of silence put before it (Whisper
+(loudness.speech_bounds, so net of its margin: 0 means under the margin, as every clip of 2026-12-06 read), then
+transcribes the same audio with `pad` seconds of silence put before it (Whisper
 base, beam 5, as `rtvox eval`) and scores it. Errors are also split by position: the first two reference tokens
 against the rest. `--teacher-dir` (wav files) adds the teacher's own leading silence for comparison.
 Nothing ships with it.
