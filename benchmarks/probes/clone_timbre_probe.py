@@ -22,7 +22,9 @@ import torch
 
 from rtvox.audio.loudness import trim_silence
 from rtvox.constants import SAMPLE_RATE
+from rtvox.eval.asr import WhisperJudge
 from rtvox.eval.cloning import Reference, corpus_references, folder_references
+from rtvox.eval.metrics import ErrorCounts, score
 from rtvox.runtime import steps
 from rtvox.runtime.synthesizer import Synthesizer
 
@@ -127,6 +129,8 @@ def main() -> None:
     add_cloning_args(p)
     p.add_argument("--alpha", type=float, action="append")
     p.add_argument("--clip", type=float, default=None, help="clip the bias to ±CLIP nats per band")
+    p.add_argument("--zero-mean", action="store_true", help="remove the bias's mean over bands (no level change)")
+    p.add_argument("--asr", action="store_true", help="also score every output with Whisper base (WER en, CER zh)")
     p.add_argument("--out", type=Path)
     args = p.parse_args()
     torch.set_num_threads(2)
@@ -136,6 +140,8 @@ def main() -> None:
     alphas = args.alpha or [0.0, 1.0]
     scores: dict[float, dict[str, list[float]]] = {a: {"cosine": [], "closer": []} for a in alphas}
     per_ref = []
+    judge = WhisperJudge() if args.asr else None
+    errors = {a: {"en": ErrorCounts(), "zh": ErrorCounts()} for a in alphas}
     for ref in refs:
         emb = synth.embed_speaker(ref.wav_bytes())
         _bias["mel"] = None
@@ -143,6 +149,8 @@ def main() -> None:
             [speech_mel_mean(synth, synth.synthesize(t, speaker_embedding=emb).audio) for t in CALIBRATION], 0
         )
         bias = speech_mel_mean(synth, ref.audio) - own
+        if args.zero_mean:
+            bias = bias - bias.mean()
         if args.clip is not None:
             bias = np.clip(bias, -args.clip, args.clip)
         row: dict[str, object] = {"reference": ref.name, "bias_min": round(float(bias.min()), 3)}
@@ -150,9 +158,18 @@ def main() -> None:
         for alpha in alphas:
             _bias["mel"] = alpha * bias
             row[f"alpha_{alpha}"] = score_variant(synth, sentences, emb, emb, table, scores[alpha])
+            if judge is not None:
+                for text in sentences:
+                    lang = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
+                    audio = synth.synthesize(text, speaker_embedding=emb).audio
+                    heard = judge.transcribe(audio, SAMPLE_RATE, language=lang).text
+                    errors[alpha][lang] += next(iter(score(text, heard, lang).values()))
         per_ref.append(row)
         print(row, flush=True)
     header = {"model": args.model, "clip": args.clip, "trials_per_alpha": len(refs) * len(sentences)}
+    if judge is not None:  # pooled over every reference's outputs: WER of the English ones, CER of the Mandarin
+        header["asr"] = {str(a): {k: round(100 * c.rate, 2) for k, c in e.items()} for a, e in errors.items()}
+        print(header["asr"])
     report(args.out, header, scores, per_ref)
 
 

@@ -140,7 +140,7 @@ def speak(
         synth = Synthesizer(model, device=device, backend=backend, lexicon=Lexicon.load(lexicon) if lexicon else None)
         settings: dict[str, Any] = {
             "voice": voice,
-            "speaker_embedding": None if ref is None else synth.embed_speaker(ref),
+            **({} if ref is None else synth.speaker_profile(ref)),
             "emotion": emotion,
             "emotion_alpha": emotion_alpha,
             "speed": speed,
@@ -149,6 +149,10 @@ def speak(
             "energy_scale": energy_scale,
             "max_chars": CLI_MAX_CHARS,
         }
+        if voice is not None:  # a clone's timbre, for every path below (the document path builds its own requests)
+            chosen = synth.voices.get(voice)
+            if chosen.spectrum is not None:
+                settings["speaker_timbre"] = synth.speaker_timbre(chosen.embedding, chosen.spectrum)
         to_stdout = str(output) == "-"
         if text.startswith("@") and duration is None and not to_stdout:
             # A document: large static batches, resumable (finished segments wait in OUTPUT.parts/).

@@ -11,6 +11,7 @@ N_FFT = 1024
 WIN_LENGTH = 1024
 HOP_LENGTH = 256
 N_MELS = 80
+TIMBRE_LIMIT = 3.0  # nats: the largest per-band log-mel offset a clone's timbre may carry (rtvox.runtime.timbre)
 MEL_FMIN = 0.0
 MEL_FMAX = 12_000.0
 FRAMES_PER_SECOND = SAMPLE_RATE / HOP_LENGTH

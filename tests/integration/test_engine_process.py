@@ -42,13 +42,18 @@ def reference(tiny_model: Path) -> Synthesizer:
 
 
 def test_a_row_carries_what_a_chunk_step_reads(reference: Synthesizer) -> None:
-    prepared = reference.prepare(SynthesisRequest(text=TEXTS[0], speed=1.2, emotion="happy", duration=6.0))
+    timbre = np.linspace(-0.5, 0.5, 80, dtype=np.float32)
+    prepared = reference.prepare(
+        SynthesisRequest(text=TEXTS[0], speed=1.2, emotion="happy", duration=6.0, speaker_timbre=timbre)
+    )
+    assert prepared.timbre is not None
     job = ChunkJob(prepared, 1)
     back = row_job(job_row(job))
     chunk, got = prepared.chunks[1], back.prepared.chunks[back.index]
     assert got.ids == chunk.ids and got.target_frames == chunk.target_frames
     assert torch.equal(back.prepared.cond, prepared.cond.float())
     assert back.prepared.prosody == tuple(prepared.prosody) and back.prepared.tilt == prepared.tilt
+    assert back.prepared.timbre is not None and np.array_equal(back.prepared.timbre, timbre)
     request = back.prepared.request
     assert (request.speed, request.duration) == (1.2, 6.0) and request.text == ""
     # the engine process's step equals the parent's on the same job (frames per id, audio)

@@ -42,7 +42,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from rtvox.constants import HOP_LENGTH
+from rtvox.constants import HOP_LENGTH, N_MELS
 from rtvox.engines.cudagraph import capture_cuda_graph
 from rtvox.engines.inductor import raise_recompile_limits
 from rtvox.engines.modules import cast_module, store_weights_fp16
@@ -50,7 +50,6 @@ from rtvox.engines.quality import PipelineInputs
 from rtvox.engines.shapes import AxisRange, ShapeProfile
 from rtvox.errors import ModelError
 from rtvox.models.bundle import ModelBundle
-from rtvox.models.prosody import tilt_ramp
 from rtvox.models.vocoder import end_silence_frames
 
 Program = Callable[[], Any]
@@ -77,8 +76,9 @@ class _Captured:
         return self.out
 
 
-# Inputs of a (batch, phoneme) bucket, in PipelineInputs' order, then each row's spectral tilt [batch] (read by
-# the decode programs): the first two are padded along the phoneme axis with zeros; past the batch's own rows every
+# Inputs of a (batch, phoneme) bucket, in PipelineInputs' order, then each row's log-mel offset [batch, n_mels]
+# (the emotion prior's spectral tilt plus a clone's timbre, read by the decode programs): the first two are padded
+# along the phoneme axis with zeros; past the batch's own rows every
 # input repeats its first row (a valid request).
 _SEQUENCE_INPUTS = 2
 _ALIGN = 64  # bytes: every input starts on an aligned offset of the staging block
@@ -166,8 +166,8 @@ class _EncodeSlot:
         self.program = program
 
     @property
-    def tilt(self) -> Tensor:
-        """The rows' spectral tilt [batch] on the device (staged beside the encode inputs)."""
+    def offset(self) -> Tensor:
+        """The rows' log-mel offset [batch, n_mels] on the device (staged beside the encode inputs)."""
         return self.staging.inputs[-1]
 
 
@@ -190,12 +190,13 @@ class _Encoded:
 
 class _DecodeSlot:
     """Static inputs of the decode programs of one (batch, phoneme) bucket — encoder hidden states [batch,
-    phonemes, D], durations [batch, phonemes], spectral tilt [batch] — and those programs, one per frame bucket."""
+    phonemes, D], durations [batch, phonemes], log-mel offset [batch, n_mels] — and those programs, one per frame
+    bucket."""
 
-    def __init__(self, hidden: Tensor, durations: Tensor, tilt: Tensor) -> None:
+    def __init__(self, hidden: Tensor, durations: Tensor, offset: Tensor) -> None:
         self.hidden = hidden
         self.durations = durations
-        self.tilt = tilt
+        self.offset = offset
         self.decoders: dict[int, _Captured] = {}
 
 
@@ -352,19 +353,19 @@ class PipelineEngine:
         hidden, durations = self.encoder.encode(*inputs)  # type: ignore[operator]
         return hidden.to(self.dtype), durations
 
-    def _decode_vocode(self, hidden: Tensor, durations: Tensor, tilt: Tensor, n_frames: int) -> Tensor:
+    def _decode_vocode(self, hidden: Tensor, durations: Tensor, offset: Tensor, n_frames: int) -> Tensor:
         lengths = durations.sum(1, keepdim=True)  # [B, 1]
         frame_mask = torch.arange(n_frames, device=hidden.device)[None, :] < lengths
         mel = self.decoder.decode_masked(hidden, durations, frame_mask)  # type: ignore[operator]
-        # the emotion prior's spectral tilt (rtvox.models.prosody.tilt_mel), per row, on spoken frames only
-        ramp = tilt_ramp(mel.shape[1], mel.device)
-        mel = mel + (tilt[:, None, None] * ramp[None, :, None] * frame_mask[:, None, :]).to(mel.dtype)
+        # each row's log-mel offset (the emotion prior's tilt, rtvox.models.prosody.tilt_mel, plus a clone's timbre,
+        # rtvox.runtime.timbre), on spoken frames only
+        mel = mel + (offset[:, :, None] * frame_mask[:, None, :]).to(mel.dtype)
         wav: Tensor = self.vocoder(mel)
         return wav.float()
 
     # ------------------------------------------------------------------ buckets
     def _slot(self, batch: int, phonemes: int, example: Sequence[np.ndarray]) -> _EncodeSlot:
-        """The (batch, phonemes) bucket; a new one is staged with `example` (the encode inputs and the tilt as
+        """The (batch, phonemes) bucket; a new one is staged with `example` (the encode inputs and the offset as
         arrays; any valid batch: the capture runs the program on it) and its program captured."""
         key = (batch, phonemes)
         slot = self._slots.get(key)
@@ -387,7 +388,7 @@ class PipelineEngine:
             slot = _DecodeSlot(
                 hidden.index_select(0, pick).clone(),
                 durations.index_select(0, pick).clone(),
-                torch.zeros(batch, device=self.device),
+                torch.zeros(batch, N_MELS, device=self.device),
             )
             self._decode_slots[key] = slot
         return slot
@@ -397,7 +398,7 @@ class PipelineEngine:
         if program is None:
             # Reads the slot's static inputs where they are (fixed addresses once captured on a GPU).
             def run() -> Tensor:
-                return self._decode_fn(slot.hidden, slot.durations, slot.tilt, n_frames)
+                return self._decode_fn(slot.hidden, slot.durations, slot.offset, n_frames)
 
             with torch.inference_mode():
                 program = _Captured(run, self.device, self._pool)
@@ -421,23 +422,24 @@ class PipelineEngine:
         wav, lengths, _ = self.run(inputs)
         return wav, lengths
 
-    def run(self, inputs: PipelineInputs, tilt: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    def run(self, inputs: PipelineInputs, offset: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
         """(wav [B, S] fp32 zero past each row's length, frame lengths Long[B], durations Long[B, N]) of a batch:
         `run_rows` laid out as one padded tensor."""
-        rows, lengths, durations = self.run_rows(inputs, tilt)
+        rows, lengths, durations = self.run_rows(inputs, offset)
         longest = max(lengths)
         wav = torch.zeros(len(rows), longest * HOP_LENGTH, device=self.device)
         for row, samples in enumerate(rows):
             wav[row, : samples.shape[0]] = samples
         return wav, torch.tensor(lengths), durations
 
-    def run_rows(self, inputs: PipelineInputs, tilt: Tensor | None = None) -> tuple[list[Tensor], list[int], Tensor]:
+    def run_rows(self, inputs: PipelineInputs, offset: Tensor | None = None) -> tuple[list[Tensor], list[int], Tensor]:
         """(each row's own samples [frames·hop] fp32 on the device, frame lengths, durations Long[B, N] on the
-        device) of a batch; `tilt` [B]: the emotion prior's spectral tilt per row (None: 0). ProfileExceededError
+        device) of a batch; `offset` [B, n_mels]: each row's log-mel offset (the emotion
+        prior's tilt plus a clone's timbre, rtvox.runtime.timbre.offset_row; None: 0). ProfileExceededError
         when the batch has more rows or phonemes than the profile's largest bucket (before any work) or a row more
         frames, with its end silence, than the largest frame bucket (after the encode program)."""
         with torch.inference_mode():
-            encoded = self._run_encode(_arrays(inputs, tilt))
+            encoded = self._run_encode(_arrays(inputs, offset))
             out: list[Tensor | None] = [None] * encoded.rows
             for group, wav in self._run_decodes(encoded):
                 sizes = [encoded.lengths[row] * HOP_LENGTH for row in group]
@@ -449,12 +451,12 @@ class PipelineEngine:
 
     def launch_rows(self, arrays: Sequence[np.ndarray]) -> Callable[[], tuple[list[np.ndarray], np.ndarray]]:
         """The serving step: `arrays` = the 8 encode inputs of PipelineInputs' order as numpy arrays (rows × their
-        own phonemes, no padding) and the rows' tilt [B] float32. Stages, encodes, reads the frame counts and
-        queues every decode program with the copy of its rows' audio (and the durations) to host memory, then
-        returns at once; the returned call waits for that copy → (each row's own samples fp32, durations int64
-        [B, N]), numpy views of one host block (any thread may call it). Few torch calls per step (one staging
-        copy, a few per decode group), since each hands the GIL over on a serving thread (see `_Staging`).
-        ProfileExceededError as `run_rows`."""
+        own phonemes, no padding) and the rows' log-mel offsets [B, n_mels] float32. Stages, encodes, reads the
+        frame counts and queues every decode program with the copy of its rows' audio (and the durations) to host
+        memory, then returns at once; the returned call waits for that copy → (each row's own samples fp32,
+        durations int64 [B, N]), numpy views of one host block (any thread may call it). Few torch calls per step
+        (one staging copy, a few per decode group), since each hands the GIL over on a serving thread (see
+        `_Staging`). ProfileExceededError as `run_rows`."""
         rows, length = arrays[0].shape
         with torch.inference_mode():
             encoded = self._run_encode(arrays)
@@ -552,7 +554,7 @@ class PipelineEngine:
             dec = self._decode_slot(len(pick), phonemes, encoded.hidden, encoded.durations)
             torch.index_select(encoded.hidden, 0, rows, out=dec.hidden)
             torch.index_select(encoded.durations, 0, rows, out=dec.durations)
-            torch.index_select(encoded.slot.tilt, 0, rows, out=dec.tilt)
+            torch.index_select(encoded.slot.offset, 0, rows, out=dec.offset)
             needed = encoded.lengths[group[-1]] + self.end_frames
             yield group, self._decoder(dec, self.profile.frames.bucket(needed)).run()
         if spans is not None:
@@ -567,11 +569,12 @@ class PipelineEngine:
         return axis.bucket(n, name)
 
 
-def _arrays(inputs: PipelineInputs, tilt: Tensor | None) -> list[np.ndarray]:
-    """PipelineInputs (any device) and a tilt [B] (None: 0) as the host arrays `launch_rows` takes."""
+def _arrays(inputs: PipelineInputs, offset: Tensor | None) -> list[np.ndarray]:
+    """PipelineInputs (any device) and an offset [B, n_mels] (None: 0) as the host arrays `launch_rows` takes."""
     arrays = [t.detach().cpu().numpy() for t in inputs.tensors("cpu")]
     rows = arrays[0].shape[0]
-    arrays.append(np.zeros(rows, np.float32) if tilt is None else tilt.detach().float().cpu().numpy())
+    zeros = np.zeros((rows, N_MELS), np.float32)
+    arrays.append(zeros if offset is None else offset.detach().float().cpu().numpy().reshape(rows, N_MELS))
     return arrays
 
 

@@ -3,8 +3,9 @@
 References come from two places: the teacher corpus's `heldout-teacher` speakers (flite rms and its transforms,
 left out of training), assembled into 5-15 s clips from their neutral utterances, and a folder of extra clips
 (`--clone-refs`, e.g. the new voices of recipes/eval_teachers.py). For each reference the model speaks held-out
-sentences with `speaker_embedding=embed_speaker(clip)`; the GE2E embedding of every output is compared with the
-reference's (cosine) and with every built-in voice's: a trial passes when the reference is the closest.
+sentences with `speaker_profile(clip)` (its embedding, and its timbre where the model matches it); the GE2E
+embedding of every output is compared with the reference's (cosine) and with every built-in voice's: a trial passes
+when the reference is the closest.
 """
 
 from __future__ import annotations
@@ -134,10 +135,11 @@ def evaluate_cloning(synth: Synthesizer, references: list[Reference], sentences:
     cosines: list[float] = []
     wins: list[bool] = []
     for ref in references:
-        ref_emb = synth.embed_speaker(ref.wav_bytes())
+        profile = synth.speaker_profile(ref.wav_bytes())  # the embedding and, where the model matches it, timbre
+        ref_emb = profile["speaker_embedding"]
         trials = []
         for text in sentences:
-            result = synth.synthesize(text, speaker_embedding=ref_emb)
+            result = synth.synthesize(text, **profile)
             # Outputs are single sentences, often under the 3 s a user's clip must have: embed them directly.
             speech = trim_silence(result.audio, SAMPLE_RATE)
             out_emb = synth.speaker_encoder.embed_reference(speech if speech.size else result.audio, SAMPLE_RATE)

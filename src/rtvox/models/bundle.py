@@ -57,6 +57,7 @@ VOICES_META_NAME = "voices.json"
 CARD_NAME = "MODEL_CARD.md"
 MODULES: tuple[str, ...] = ("acoustic", "vocoder", "emotion")  # weight file stems
 LANGUAGE_RATE_MIN, LANGUAGE_RATE_MAX = 0.5, 2.0  # a config's natural-rate factors stay within the speed range
+TIMBRE_MATCH_MAX = 2.0  # config `timbre_match`: past 1 the clone overshoots its reference's spectrum
 EMOTION_STRENGTH_MIN, EMOTION_STRENGTH_MAX = 0.25, 2.0  # a label's calibrated strength, times the request's alpha
 MAX_FILE_BYTES = 16 * 2**20  # per safetensors file; larger modules are sharded
 _HEADER_BYTES_PER_TENSOR = 160  # generous estimate of one tensor's entry in a safetensors JSON header
@@ -91,6 +92,10 @@ class ModelConfig:
     # prior, the speaker shift and the learned emotion row all scale with it), so alpha 1 is each label's calibrated
     # default. Absent labels: 1.0. Empty (the default) writes no key.
     emotion_strength: dict[str, float] = dataclasses.field(default_factory=dict)
+    # Timbre matching of cloned voices (rtvox.runtime.timbre): the share of the gap between a reference clip's mean
+    # log-mel and the model's own rendering of its embedding that is added to a clone's mel. 0 (the default, no
+    # key written) leaves clones as the embedding alone makes them.
+    timbre_match: float = 0.0
     format_version: int = FORMAT_VERSION
 
     # whole-model preset → (acoustic, vocoder, emotion) presets
@@ -117,6 +122,9 @@ class ModelConfig:
             if not LANGUAGE_RATE_MIN <= rate <= LANGUAGE_RATE_MAX:
                 bounds = f"{LANGUAGE_RATE_MIN}-{LANGUAGE_RATE_MAX}"
                 raise ValueError(f"language_rates[{lang!r}] = {rate} is outside {bounds}")
+        match = self.timbre_match
+        if isinstance(match, bool) or not isinstance(match, int | float) or not 0.0 <= match <= TIMBRE_MATCH_MAX:
+            raise ValueError(f"timbre_match = {match!r} must be a number from 0 to {TIMBRE_MATCH_MAX}")
         for label, strength in self.emotion_strength.items():
             if label not in EMOTIONS or label == "neutral":
                 labels = ", ".join(EMOTIONS[1:])
@@ -171,6 +179,8 @@ class ModelConfig:
                 data[key] = dict(sorted(data[key].items()))
             else:  # as the empty priors below: no key, same model_hash as before the field existed
                 del data[key]
+        if not data["timbre_match"]:
+            del data["timbre_match"]  # off: no key, same model_hash as before the field existed
         for key in ("emotion_prosody", "emotion_speaker_shift"):
             value = data[key].to_dict()
             if value:

@@ -14,8 +14,8 @@ thread only sends a step's rows and waits for the answer with the GIL released.
                    copy each row's audio out of the shared memory, AudioChunks as `run_step` makes them
 
 A row carries only what a chunk step reads: phoneme ids, target frames, the condition vector, speed / pitch /
-energy scales, the prosody row and tilt (the request's reference clips never travel). Audio goes through a shared
-memory block in two halves by step parity; a step whose audio does not fit its half travels in the pipe.
+energy scales, the prosody row, tilt and timbre (the request's reference clips never travel). Audio goes through a
+shared memory block in two halves by step parity; a step whose audio does not fit its half travels in the pipe.
 Faults keep the executor's contract: an exception in the child comes back as `EngineProcessError` (the executor
 re-runs the step on the fallback and rebuilds), a child that dies fails the step the same way, and a rebuild is a
 restart of the child. The FastSpeech-family models only: the AR family's step reads more of each request.
@@ -66,15 +66,17 @@ def job_row(job: ChunkJob) -> Row:
         request.duration,
         tuple(prepared.prosody),
         prepared.tilt,
+        prepared.timbre,
     )
 
 
 def row_job(row: Row) -> ChunkJob:
     """The engine process's ChunkJob for a row: one chunk whose phonemes are its ids (frames come back per id)."""
-    ids, target_frames, cond, speed, pitch, energy, duration, prosody, tilt = row
+    ids, target_frames, cond, speed, pitch, energy, duration, prosody, tilt, timbre = row
     chunk = PreparedChunk(text="", phonemes=tuple(str(i) for i in ids), ids=tuple(ids), target_frames=target_frames)
     request = SynthesisRequest(text="", speed=speed, pitch_scale=pitch, energy_scale=energy, duration=duration)
-    prepared = PreparedRequest(request, "", (chunk,), torch.from_numpy(cond), prosody=prosody, tilt=tilt)
+    cond_t = torch.from_numpy(cond)
+    prepared = PreparedRequest(request, "", (chunk,), cond_t, prosody=prosody, tilt=tilt, timbre=timbre)
     return ChunkJob(prepared, 0)
 
 

@@ -160,7 +160,7 @@ def _fingerprint(synth: Synthesizer, segments: Sequence[str], base: SynthesisReq
         digest.update(np.ascontiguousarray(voice.embedding, dtype=np.float32).tobytes())
     for name in ("voice", "emotion", "emotion_alpha", "speed", "pitch_scale", "energy_scale"):
         digest.update(f"{name}={getattr(base, name)!r}".encode() + b"\0")
-    for array in (base.speaker_embedding, base.emotion_ref):
+    for array in (base.speaker_embedding, base.emotion_ref, base.speaker_timbre):
         digest.update(b"-" if array is None else np.ascontiguousarray(array, dtype=np.float32).tobytes())
     return digest.hexdigest()
 

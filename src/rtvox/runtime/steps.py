@@ -23,6 +23,7 @@ from rtvox.engines import Engine
 from rtvox.engines.pipeline import DeviceSpans, PipelineEngine, ProfileExceededError
 from rtvox.models.prosody import IDENTITY_ROW, ProsodyRow, tilt_mel
 from rtvox.runtime.streaming import DEFAULT_BATCH_WINDOW_FRAMES, DEFAULT_MAX_ROWS, vocode_batched
+from rtvox.runtime.timbre import offset_row
 from rtvox.runtime.types import AudioChunk, SynthesisRequest
 
 # Rough speaking rate used to bound a request's audio length before the model has run (limits only): a Mandarin
@@ -65,6 +66,8 @@ class PreparedRequest:
     # the emotion prosody prior's row for this request (IDENTITY_ROW: none, neutral, or an emotion reference clip)
     prosody: ProsodyRow = IDENTITY_ROW
     tilt: float = 0.0  # the prior's spectral tilt, added to each decoded mel before the vocoder
+    # a clone's timbre offset [n_mels] (rtvox.runtime.timbre), added there too; None for none
+    timbre: np.ndarray | None = None
     warnings: tuple[str, ...] = ()  # the frontend's: what of the text is not spoken, and why
 
     @property
@@ -174,6 +177,15 @@ def natural_frames(
     return [int(d) for d in durations.sum(1).tolist()]
 
 
+def shape_mel(mel: torch.Tensor, prepared: PreparedRequest) -> torch.Tensor:
+    """A row's spoken mel [n_mels, T] with its request's spectral tilt and clone timbre added (unchanged when
+    neither is set)."""
+    out = tilt_mel(mel, prepared.tilt)
+    if prepared.timbre is not None:
+        out = out + torch.as_tensor(prepared.timbre, dtype=mel.dtype, device=mel.device)[:, None]
+    return out
+
+
 def run_chunk_step(
     engines: Mapping[str, Engine],
     jobs: Sequence[ChunkJob],
@@ -194,8 +206,7 @@ def run_chunk_step(
     (mel,) = engines["acoustic_decode"](hidden, durations)  # [B, 80, T_max], silence past each row's end
     lengths = durations.sum(1).tolist()
     mels = [
-        tilt_mel(mel[row, :, : int(t)], job.prepared.tilt)
-        for row, (t, job) in enumerate(zip(lengths, jobs, strict=True))
+        shape_mel(mel[row, :, : int(t)], job.prepared) for row, (t, job) in enumerate(zip(lengths, jobs, strict=True))
     ]
     audio = vocode_batched(
         engines["vocoder"],
@@ -248,7 +259,7 @@ def launch_pipeline_step(
         group = jobs[start : start + size]
         t0 = time.perf_counter()
         arrays = encode_arrays([encode_row(job) for job in group])
-        arrays.append(np.fromiter((job.prepared.tilt for job in group), np.float32, len(group)))
+        arrays.append(np.stack([offset_row(job.prepared.tilt, job.prepared.timbre) for job in group]))
         t1 = time.perf_counter()
         try:
             wait = pipeline.launch_rows(arrays)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import os
@@ -43,6 +44,7 @@ from rtvox.runtime.steps import (
     run_pipeline_step,
 )
 from rtvox.runtime.streaming import context_frames_for
+from rtvox.runtime.timbre import CALIBRATION, speech_mel_mean, timbre_offset
 from rtvox.runtime.types import AudioChunk, SynthesisRequest, SynthesisResult, Voice
 from rtvox.runtime.voices import VoiceStore, validate_voice_name
 from rtvox.text import Frontend, FrontendResult, Lexicon, Vocabulary
@@ -56,6 +58,8 @@ PIPELINE_BACKEND = "graphs"
 
 # Cache namespace of speaker embeddings: bump the version if the encoder or its preprocessing changes.
 SPEAKER_CACHE_NS = "speaker:ge2e-v1"
+SPECTRUM_CACHE_NS = "spectrum:logmel-v1"  # a clip's speech spectrum (rtvox.runtime.timbre.speech_mel_mean)
+TIMBRE_CACHE_SIZE = 256  # clone timbres kept per synthesizer (oldest dropped first)
 COND_CACHE_SIZE = 1024  # host-made cond vectors kept (voices x emotions x alphas in use); cleared when full
 
 
@@ -104,6 +108,7 @@ class Synthesizer:
         self.default_voice = self.bundle.config.default_voice or self.voices.builtin_names[0]
         self._speaker_encoder: SpeakerEncoder | None = None
         self._emotion_ns: str | None = None
+        self._timbres: dict[bytes, np.ndarray] = {}  # (embedding, spectrum) bytes → timbre offset, this model's
         self.embedding_cache = embedding_cache if embedding_cache is not None else EmbeddingCache()
         self._mel = MelSpectrogram().to(self.device)
         # Windows of the streamed vocoder need at least the vocoder's receptive field of context on each side.
@@ -144,10 +149,75 @@ class Synthesizer:
 
     # ------------------------------------------------------------------ voices
     def clone_voice(self, name: str, reference: AudioSource, *, description: str = "") -> Voice:
-        """Make a voice from a 3–30 s reference clip and persist it under `name`."""
+        """Make a voice from a 3–30 s reference clip and persist it under `name` (its embedding and the clip's
+        speech spectrum, from which each model that speaks it derives the clone's timbre)."""
         validate_voice_name(name)  # before the embedding, so a bad name fails fast
         embedding = self.embed_speaker(reference)
-        return self.voices.add(Voice(name=name, embedding=embedding, description=description, builtin=False))
+        spectrum = self.reference_spectrum(reference)
+        voice = Voice(name=name, embedding=embedding, description=description, builtin=False, spectrum=spectrum)
+        return self.voices.add(voice)
+
+    # ------------------------------------------------------------------ timbre matching (rtvox.runtime.timbre)
+    @property
+    def timbre_strength(self) -> float:
+        """The model's `timbre_match` (0: clones are not timbre-matched; the AR family has none)."""
+        return float(self.bundle.config.timbre_match) if isinstance(self.bundle, ModelBundle) else 0.0
+
+    def reference_spectrum(self, reference: AudioSource, *, param: str = "reference_audio") -> np.ndarray:
+        """Mean log-mel [n_mels] of a reference clip's speech (decoded, checked and leveled as for the speaker
+        embedding), cached by a hash of the clip's bytes. It depends on the clip alone, so clones keep it."""
+        data = self._reference_bytes(reference)
+        label = self._reference_label(reference)
+
+        def compute() -> np.ndarray:
+            clip = prepare_reference(data, sr=SAMPLE_RATE, param=param, label=label)
+            return speech_mel_mean(self._mel_cpu, clip).astype(np.float32)
+
+        return self.embedding_cache.get_or_compute(SPECTRUM_CACHE_NS, data, compute)
+
+    def _mel_cpu(self, audio: torch.Tensor) -> torch.Tensor:
+        return self._mel(audio.to(self.device))
+
+    def calibration_requests(self, embedding: np.ndarray) -> list[SynthesisRequest]:
+        """What the model speaks with a clone's embedding (no timbre) to measure its own spectrum for it."""
+        return [SynthesisRequest(text=text, speaker_embedding=embedding) for text in CALIBRATION]
+
+    def timbre_from_renders(self, spectrum: np.ndarray, renders: Sequence[np.ndarray]) -> np.ndarray:
+        """The clone's timbre offset from its clip's spectrum and the model's audio of `calibration_requests`."""
+        own = [speech_mel_mean(self._mel_cpu, audio) for audio in renders]
+        return timbre_offset(spectrum, own, self.timbre_strength)
+
+    def timbre_key(self, embedding: np.ndarray, spectrum: np.ndarray) -> bytes:
+        """What a clone's timbre depends on besides this model: its embedding and its clip's spectrum."""
+        return np.asarray(embedding, np.float32).tobytes() + np.asarray(spectrum, np.float32).tobytes()
+
+    def speaker_timbre(self, embedding: np.ndarray, spectrum: np.ndarray) -> np.ndarray | None:
+        """The timbre offset this model adds to a clone's mel (None when the model does no timbre matching):
+        renders the calibration sentences here on first use, then remembers it. Not for a thread that shares
+        this synthesizer's engines with a service (the server renders through its queue: rtvox.server.voices)."""
+        if self.timbre_strength <= 0.0:
+            return None
+        key = self.timbre_key(embedding, spectrum)
+        timbre = self._timbres.get(key)
+        if timbre is None:
+            renders = [self.synthesize_request(r).audio for r in self.calibration_requests(embedding)]
+            timbre = self.remember_timbre(key, self.timbre_from_renders(spectrum, renders))
+        return timbre
+
+    def cached_timbre(self, key: bytes) -> np.ndarray | None:
+        return self._timbres.get(key)
+
+    def remember_timbre(self, key: bytes, timbre: np.ndarray) -> np.ndarray:
+        if len(self._timbres) >= TIMBRE_CACHE_SIZE:
+            self._timbres.pop(next(iter(self._timbres)))
+        self._timbres[key] = timbre
+        return timbre
+
+    def speaker_profile(self, reference: AudioSource, *, param: str = "reference_audio") -> dict[str, Any]:
+        """`speaker_embedding` and `speaker_timbre` of a reference clip, as SynthesisRequest's keyword arguments."""
+        embedding = self.embed_speaker(reference, param=param)
+        timbre = self.speaker_timbre(embedding, self.reference_spectrum(reference, param=param))
+        return {"speaker_embedding": embedding, "speaker_timbre": timbre}
 
     def embed_speaker(self, reference: AudioSource, *, param: str = "reference_audio") -> np.ndarray:
         """GE2E embedding of a reference clip, cached by a hash of the clip's bytes; a bad clip raises
@@ -231,10 +301,22 @@ class Synthesizer:
         return SynthesisResult(audio=audio, sample_rate=SAMPLE_RATE, chunks=chunks)
 
     def stream(self, text: str, *, emotion_ref: AudioSource | None = None, **kwargs: Any) -> Iterator[AudioChunk]:
-        """Yield audio chunk by chunk (the first chunk is short so playback can start early)."""
+        """Yield audio chunk by chunk (the first chunk is short so playback can start early). A cloned voice by
+        name gets its timbre here (`speaker_timbre`)."""
         ref = None if emotion_ref is None else self._reference(emotion_ref, SAMPLE_RATE)
         request = SynthesisRequest(text=text, emotion_ref=ref, **kwargs)
+        if request.voice is not None and request.speaker_embedding is None and request.speaker_timbre is None:
+            voice = self.voices.get(request.voice)
+            if voice.spectrum is not None:
+                timbre = self.speaker_timbre(voice.embedding, voice.spectrum)
+                request = dataclasses.replace(request, speaker_timbre=timbre)
         return self.stream_request(request)
+
+    def synthesize_request(self, request: SynthesisRequest) -> SynthesisResult:
+        """`synthesize` of a ready SynthesisRequest (no voice lookup for timbre)."""
+        chunks = tuple(self.stream_request(request))
+        audio = np.concatenate([c.audio for c in chunks]) if chunks else np.zeros(0, np.float32)
+        return SynthesisResult(audio=audio, sample_rate=SAMPLE_RATE, chunks=chunks)
 
     def stream_request(self, request: SynthesisRequest) -> Iterator[AudioChunk]:
         """The simple one-request path: prepare, then one chunk step per chunk (the service batches the same steps)."""
@@ -296,6 +378,7 @@ class Synthesizer:
             cond=cond,
             prosody=prosody,
             tilt=tilt,
+            timbre=request.speaker_timbre if isinstance(self.bundle, ModelBundle) else None,
             warnings=front.warnings,
         )
         if isinstance(self.bundle, ARBundle):

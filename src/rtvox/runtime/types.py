@@ -14,10 +14,12 @@ from rtvox.constants import (
     MAX_INPUT_CHARS,
     MAX_TARGET_SECONDS,
     MIN_TARGET_SECONDS,
+    N_MELS,
     SAMPLE_RATE,
     SPEAKER_EMBED_DIM,
     SPEED_MAX,
     SPEED_MIN,
+    TIMBRE_LIMIT,
 )
 from rtvox.errors import InputError, TextError
 
@@ -35,12 +37,20 @@ class Voice:
     gender: str = "unknown"  # "female" | "male" | "unknown"
     description: str = ""
     builtin: bool = True  # False for clones (they can be deleted)
+    # a clone's reference clip's speech spectrum (mean log-mel [N_MELS], rtvox.runtime.timbre), from which a model
+    # derives the clone's timbre offset; None: none (built-ins, clones made before timbre matching)
+    spectrum: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         emb = np.asarray(self.embedding, dtype=np.float32).reshape(-1)
         if emb.shape[0] != SPEAKER_EMBED_DIM or not np.all(np.isfinite(emb)):
             raise InputError(f"voice {self.name!r} has a bad embedding (need {SPEAKER_EMBED_DIM} finite values)")
         object.__setattr__(self, "embedding", emb)
+        if self.spectrum is not None:
+            spec = np.asarray(self.spectrum, dtype=np.float32).reshape(-1)
+            if spec.shape[0] != N_MELS or not np.all(np.isfinite(spec)):
+                raise InputError(f"voice {self.name!r} has a bad spectrum (need {N_MELS} finite values)")
+            object.__setattr__(self, "spectrum", spec)
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,8 @@ class SynthesisRequest:
     text: str  # raw user text, normalized by the frontend
     voice: str | None = None  # voice name or clone id; None → the model's default voice
     speaker_embedding: np.ndarray | None = None  # a GE2E embedding to use instead of a named voice
+    # the clone's timbre offset [N_MELS] added to its mel (Synthesizer.speaker_timbre / speaker_profile); None: none
+    speaker_timbre: np.ndarray | None = None
     emotion: str | None = None  # label from EMOTIONS; None → neutral
     emotion_ref: np.ndarray | None = None  # reference clip (float32 mono at SAMPLE_RATE) for emotion
     emotion_alpha: float = 1.0  # weight of the emotion part of the condition (0 = voice's neutral style)
@@ -82,6 +94,8 @@ class SynthesisRequest:
             raise InputError(f"voice must be a voice name or clone id (a string), got {self.voice!r}", param="voice")
         if self.speaker_embedding is not None:
             object.__setattr__(self, "speaker_embedding", _unit_embedding(self.speaker_embedding))
+        if self.speaker_timbre is not None:
+            object.__setattr__(self, "speaker_timbre", check_timbre(self.speaker_timbre))
         if self.emotion is not None and self.emotion not in EMOTIONS:
             raise InputError(f"unknown emotion {self.emotion!r}; use one of: {', '.join(EMOTIONS)}", param="emotion")
 
@@ -92,6 +106,21 @@ def _check_range(name: str, value: object, lo: float, hi: float) -> float:
     if not number or not math.isfinite(float(value)) or not lo <= float(value) <= hi:  # type: ignore[arg-type]
         raise InputError(f"{name} must be a number from {lo} to {hi}, got {value!r}", param=name)
     return float(value)  # type: ignore[arg-type]
+
+
+def check_timbre(value: object, param: str = "speaker_timbre") -> np.ndarray:
+    """A timbre offset as float32 [N_MELS], finite and within ±TIMBRE_LIMIT; InputError naming `param` otherwise."""
+    try:
+        arr = np.asarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        arr = np.zeros(0)
+    if arr.shape[0] != N_MELS or not np.all(np.isfinite(arr)) or float(np.max(np.abs(arr))) > TIMBRE_LIMIT:
+        raise InputError(
+            f"{param} must be {N_MELS} finite numbers within ±{TIMBRE_LIMIT:g} (a per-band log-mel offset, e.g. "
+            "from Synthesizer.speaker_timbre)",
+            param=param,
+        )
+    return arr.astype(np.float32)
 
 
 def _unit_embedding(value: object) -> np.ndarray:

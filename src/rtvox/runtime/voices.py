@@ -83,6 +83,7 @@ class VoiceStore:
                     gender=str(data.get("gender", "unknown")),
                     description=str(data.get("description", "")),
                     builtin=False,
+                    spectrum=None if data.get("spectrum") is None else np.asarray(data["spectrum"], np.float32),
                 )
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 # One corrupt file must not take the whole store down; it stays on disk for inspection.
@@ -153,6 +154,7 @@ class VoiceStore:
             gender=voice.gender,
             description=voice.description,
             builtin=False,
+            spectrum=voice.spectrum,
         )
         self.clones_dir.mkdir(parents=True, exist_ok=True)
         payload = {
@@ -162,6 +164,8 @@ class VoiceStore:
             "gender": clone.gender,
             "description": clone.description,
         }
+        if clone.spectrum is not None:
+            payload["spectrum"] = [float(x) for x in clone.spectrum]  # exact: it keys the timbre cache
         atomic_write_bytes(self.clones_dir / f"{clone.name}{CLONE_SUFFIX}", json.dumps(payload).encode("utf-8"))
         self._clones[clone.name] = clone
         return clone

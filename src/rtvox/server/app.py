@@ -46,7 +46,7 @@ def create_app(service: SpeechService, config: ServerConfig | None = None) -> Fa
     state = ServerState(
         service=service,
         config=config,
-        voices=VoiceRegistry(synth, redis_url=config.redis_url),
+        voices=VoiceRegistry(synth, redis_url=config.redis_url, render=service.synthesize),
         metrics=metrics,
         consents=ConsentStore(synth.voices.clones_dir / "consents"),
     )

@@ -103,9 +103,10 @@ async def _build_request(body: TTSRequest, state: ServerState) -> tuple[Synthesi
     voice: str | None = None
     if body.speaker_reference is not None:
         clip = state.decode_clip(body.speaker_reference, "speaker_reference")
-        speaker = await state.voices.embed(clip, param="speaker_reference")
+        speaker, timbre = await state.voices.profile(clip, param="speaker_reference")
     else:
         voice = await state.voices.resolve(body.voice)
+        timbre = await state.voices.voice_timbre(voice)
     emotion_ref: np.ndarray | None = None
     if body.emotion_reference is not None:
         clip = state.decode_clip(body.emotion_reference, "emotion_reference")
@@ -121,6 +122,7 @@ async def _build_request(body: TTSRequest, state: ServerState) -> tuple[Synthesi
         text=body.text,
         voice=voice,
         speaker_embedding=speaker,
+        speaker_timbre=timbre,
         emotion=body.emotion or style.emotion,
         emotion_ref=emotion_ref,
         emotion_alpha=alpha,

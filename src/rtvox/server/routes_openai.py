@@ -44,11 +44,13 @@ async def create_speech(body: SpeechRequest, request: Request) -> StreamingRespo
     state = get_state(request)
     state.check_model(body.model)
     voice = await state.voices.resolve(body.voice.id if isinstance(body.voice, VoiceRef) else body.voice)
+    timbre = await state.voices.voice_timbre(voice)
     style = parse_instructions(body.instructions)
     plan = plan_request_speed(body.speed, style.pace, exact_duration=False)
     synthesis = SynthesisRequest(
         text=body.input,
         voice=voice,
+        speaker_timbre=timbre,
         emotion=style.emotion,
         emotion_alpha=style.intensity if style.emotion else 1.0,
         speed=plan.model_speed,

@@ -11,6 +11,7 @@ import functools
 import json
 import logging
 import secrets
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import numpy as np
 
 from rtvox.errors import AudioInputError, InputError, VoiceNotFoundError
 from rtvox.runtime.synthesizer import Synthesizer
-from rtvox.runtime.types import Voice
+from rtvox.runtime.types import SynthesisRequest, SynthesisResult, Voice
 from rtvox.runtime.voices import CLONE_SUFFIX, OPENAI_VOICES, validate_voice_name
 from rtvox.server.schemas import VoiceObject
 
@@ -54,11 +55,20 @@ def new_clone_id() -> str:
 class VoiceRegistry:
     """Owns voice resolution for requests and the clone life cycle (embed → store → share).
 
-    Embedding runs on one worker thread so uploads never block the event loop or each other's model state.
+    Embedding runs on one worker thread so uploads never block the event loop or each other's model state. A
+    clone's timbre (rtvox.runtime.timbre) needs the model to speak a few calibration sentences with its embedding:
+    they go through `render` (the service's queue, beside every other request), never onto the engines directly.
     """
 
-    def __init__(self, synthesizer: Synthesizer, *, redis_url: str | None = None) -> None:
+    def __init__(
+        self,
+        synthesizer: Synthesizer,
+        *,
+        redis_url: str | None = None,
+        render: Callable[[SynthesisRequest], Awaitable[SynthesisResult]] | None = None,
+    ) -> None:
         self.synth = synthesizer
+        self.render = render
         self.store = synthesizer.voices
         self.aliases = map_openai_voices([v for v in self.store.list() if v.builtin])
         self._worker: ThreadPoolExecutor | None = None  # made on first use, so a restarted app gets a new one
@@ -132,22 +142,65 @@ class VoiceRegistry:
     async def embed(self, clip: bytes, *, param: str) -> np.ndarray:
         """GE2E embedding of an uploaded clip (decoded, checked for 3–30 s of speech, cached by its hash);
         a bad clip raises AudioInputError naming the request field `param`."""
+        try:
+            embedding: np.ndarray = await self._in_worker(self.synth.embed_speaker, clip, param=param)
+            return embedding
+        except AudioInputError as exc:
+            raise AudioInputError(str(exc), param=param) from None
+
+    async def _in_worker(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rtvox-voices")
         loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._worker, functools.partial(fn, *args, **kwargs))
+
+    async def spectrum(self, clip: bytes, *, param: str) -> np.ndarray:
+        """The clip's speech spectrum (cached by its hash), for timbre matching."""
         try:
-            return await loop.run_in_executor(
-                self._worker, functools.partial(self.synth.embed_speaker, clip, param=param)
-            )
+            result: np.ndarray = await self._in_worker(self.synth.reference_spectrum, clip, param=param)
         except AudioInputError as exc:
             raise AudioInputError(str(exc), param=param) from None
+        return result
+
+    async def profile(self, clip: bytes, *, param: str) -> tuple[np.ndarray, np.ndarray | None]:
+        """(embedding, timbre offset or None) of a speaker reference clip sent with a request."""
+        embedding = await self.embed(clip, param=param)
+        return embedding, await self.timbre(embedding, await self.spectrum(clip, param=param))
+
+    async def timbre(self, embedding: np.ndarray, spectrum: np.ndarray | None) -> np.ndarray | None:
+        """The model's timbre offset for a clone (None: no spectrum, or the model does no timbre matching); the
+        first use renders the calibration sentences through `render`, later ones are remembered."""
+        if spectrum is None or self.synth.timbre_strength <= 0.0:
+            return None
+        key = self.synth.timbre_key(embedding, spectrum)
+        cached = self.synth.cached_timbre(key)
+        if cached is not None:
+            return cached
+        requests = self.synth.calibration_requests(embedding)
+        if self.render is not None:
+            results = await asyncio.gather(*(self.render(r) for r in requests))
+            renders = [r.audio for r in results]
+            timbre = await self._in_worker(self.synth.timbre_from_renders, spectrum, renders)
+        else:  # no service (a bare registry): the synthesizer speaks them itself, on the worker thread
+            timbre = await self._in_worker(self.synth.speaker_timbre, embedding, spectrum)
+        return self.synth.remember_timbre(key, timbre)
+
+    async def voice_timbre(self, name: str) -> np.ndarray | None:
+        """The timbre offset of a resolved voice name: a clone's, else None."""
+        voice = self.store.get(name)
+        return None if voice.builtin else await self.timbre(voice.embedding, voice.spectrum)
 
     async def clone(self, label: str, clip: bytes) -> VoiceObject:
         self.store.refuse_reserved(label)
         embedding = await self.embed(clip, param="audio_sample")
-        voice = Voice(name=new_clone_id(), embedding=embedding, description=label, builtin=False)
+        spectrum = await self.spectrum(clip, param="audio_sample")
+        voice = Voice(name=new_clone_id(), embedding=embedding, description=label, builtin=False, spectrum=spectrum)
         stored = self.store.add(voice)
         await self._share(stored)
+        try:  # so the clone's first request does not wait for its calibration
+            await self.timbre(stored.embedding, stored.spectrum)
+        except Exception as exc:  # busy or failing engines: the first request measures it instead
+            log.warning("timbre of clone %s not measured yet (%s: %s)", stored.name, type(exc).__name__, exc)
         return self.describe(stored)
 
     async def delete(self, voice_id: str) -> None:
@@ -178,6 +231,8 @@ class VoiceRegistry:
             "gender": voice.gender,
             "language": voice.language,
         }
+        if voice.spectrum is not None:
+            payload["spectrum"] = [float(x) for x in voice.spectrum]  # exact: it keys the timbre cache
         await self._redis_call("hset", REDIS_VOICES_KEY, voice.name, json.dumps(payload))
 
     async def _fetch_shared(self, name: str) -> bool:
@@ -202,6 +257,7 @@ class VoiceRegistry:
                 gender=str(data.get("gender", "unknown")),
                 language=str(data.get("language", "")),
                 builtin=False,
+                spectrum=None if data.get("spectrum") is None else np.asarray(data["spectrum"], np.float32),
             )
             self.store.add(voice)
         except (ValueError, KeyError, TypeError) as exc:

@@ -17,6 +17,7 @@ from rtvox.engines.quality import random_inputs, run_pipeline
 from rtvox.engines.shapes import AxisRange, ShapeProfile
 from rtvox.models.bundle import ModelBundle
 from rtvox.models.vocoder import end_silence_frames
+from rtvox.runtime.timbre import offset_row
 
 from .conftest import CPU
 
@@ -180,7 +181,7 @@ def test_device_spans_fold_in_finished_steps_only(bundle: ModelBundle) -> None:
 def test_launched_rows_reach_the_host_as_run_rows_gives_them(bundle: ModelBundle) -> None:
     """The serving step's form (numpy in, one host block out, rows cut per decode group) gives each row the
     samples and durations `run_rows` gives on the device; its staging is reused and rewritten in full by the
-    next, shorter batch of the same bucket (no phonemes, rows or tilt of the last one left behind)."""
+    next, shorter batch of the same bucket (no phonemes, rows or log-mel offsets of the last one left behind)."""
     cfg = bundle.config.acoustic
     engine = PipelineEngine(
         bundle, CPU, ShapeProfile.preset("ci"), dtype=torch.float32, compile_mode=None, group_launch_cost=0
@@ -189,10 +190,11 @@ def test_launched_rows_reach_the_host_as_run_rows_gives_them(bundle: ModelBundle
         [([6, 20], [40, 200], [0.0, 0.5]), ([4], [30], [-0.3]), ([18, 5], [0, 0], [0.2, 0.0])]
     ):
         inputs = random_inputs(lengths, cfg.cond_dim, cfg.vocab_size, targets, seed=20 + seed)
-        tilt = torch.tensor(tilts)
-        arrays = [t.numpy() for t in inputs.tensors("cpu")] + [tilt.numpy()]
+        offset = torch.from_numpy(np.stack([offset_row(t, None) for t in tilts]))  # the tilts along their ramp
+        offset[0, :40] += 0.25  # and a timbre on the first row's lower bands
+        arrays = [t.numpy() for t in inputs.tensors("cpu")] + [offset.numpy()]
         samples, durations = engine.launch_rows(arrays)()
-        rows, frames, want = engine.run_rows(inputs, tilt)
+        rows, frames, want = engine.run_rows(inputs, offset)
         assert durations.dtype == np.int64 and durations.tolist() == want.tolist()
         assert durations.sum(1).tolist() == frames
         assert [s.dtype for s in samples] == [np.float32] * len(lengths)

@@ -203,6 +203,8 @@ def test_graphs_backend_step_matches_the_eager_step(
     assert graphs.pipeline is not None and graphs.pipeline.profile.batch.max == 2
     jobs = _jobs(rsynth)
     jobs[0] = ChunkJob(dataclasses.replace(jobs[0].prepared, tilt=0.7), jobs[0].index)
+    timbre = np.linspace(-0.4, 0.4, 80, dtype=np.float32)  # a clone's timbre on another row, beside the tilt
+    jobs[1] = ChunkJob(dataclasses.replace(jobs[1].prepared, timbre=timbre), jobs[1].index)
     lengths = [len(j.prepared.chunks[j.index].ids) for j in jobs]
     assert min(lengths) <= 64 < max(lengths) and len(jobs) > 2
     for got, want in zip(graphs.run_step(jobs), rsynth.run_step(jobs), strict=True):
@@ -212,6 +214,8 @@ def test_graphs_backend_step_matches_the_eager_step(
     assert {key[0] for key in graphs.pipeline._slots} == {1, 2}  # served by the pipeline, split into rows of 2
     untilted = graphs.run_step([ChunkJob(dataclasses.replace(jobs[0].prepared, tilt=0.0), jobs[0].index)])[0]
     assert not np.array_equal(untilted.audio, graphs.run_step(jobs[:1])[0].audio)
+    plain = graphs.run_step([ChunkJob(dataclasses.replace(jobs[1].prepared, timbre=None), jobs[1].index)])[0]
+    assert not np.array_equal(plain.audio, graphs.run_step(jobs[1:2])[0].audio)
 
 
 def test_host_conditions_are_reused_per_voice_emotion_and_alpha(rsynth: Synthesizer) -> None:

@@ -109,3 +109,43 @@ def test_an_upload_cannot_take_a_builtin_or_openai_name(client: TestClient, labe
     error = assert_openai_error(upload(client, name=label), 400, "name")
     assert "choose another name" in error["message"]
     assert all(v["name"] != label for v in client.get("/v1/audio/voices").json()["data"] if v["type"] != "builtin")
+
+
+def test_clones_of_a_matching_model_carry_their_timbre(tiny_model: Path, tmp_path: Path) -> None:
+    """With `timbre_match` set, an upload stores the clip's spectrum, the model's calibration renders go through
+    the service's queue (never onto the engines beside it), and every request for the clone — by id, or a speaker
+    reference clip on /v1/tts — carries the clone's timbre; built-in voices carry none."""
+    import base64
+    import dataclasses
+    import shutil
+
+    import numpy as np
+
+    from rtvox.runtime.timbre import CALIBRATION
+    from rtvox.training.prosody_prior import update_config
+
+    from .test_speech_api import tts
+
+    model = tmp_path / "matching"
+    shutil.copytree(tiny_model, model)
+    update_config(model, lambda c: dataclasses.replace(c, timbre_match=0.5))
+    service = FakeService(Synthesizer(model, device="cpu"))
+    with make_client(service) as client:
+        created = upload(client)
+        assert created.status_code == 200, created.text
+        voice_id = created.json()["id"]
+        assert [r.text for r in service.requests] == list(CALIBRATION)  # measured at upload, through the service
+        assert all(r.speaker_timbre is None for r in service.requests)
+        stored = service.synthesizer.voices.get(voice_id)
+        assert stored.spectrum is not None
+        assert speech(client, voice=voice_id).status_code == 200
+        timbre = service.requests[-1].speaker_timbre
+        assert timbre is not None and timbre.shape == (80,) and np.any(timbre)
+        assert len(service.requests) == len(CALIBRATION) + 1  # remembered: not measured again
+        assert speech(client, voice="anna").status_code == 200
+        assert service.requests[-1].speaker_timbre is None
+        clip = base64.b64encode(CLIP).decode()
+        assert tts(client, speaker_reference=clip, response_format="pcm").status_code == 200
+        sent = service.requests[-1]
+        assert sent.voice is None and sent.speaker_timbre is not None
+        np.testing.assert_allclose(sent.speaker_timbre, timbre, atol=1e-6)  # the same clip as the upload
