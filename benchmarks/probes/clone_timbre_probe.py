@@ -130,6 +130,7 @@ def main() -> None:
     p.add_argument("--alpha", type=float, action="append")
     p.add_argument("--clip", type=float, default=None, help="clip the bias to ±CLIP nats per band")
     p.add_argument("--zero-mean", action="store_true", help="remove the bias's mean over bands (no level change)")
+    p.add_argument("--per-language", action="store_true", help="one bias per language (its 2 calibration sentences)")
     p.add_argument("--asr", action="store_true", help="also score every output with Whisper base (WER en, CER zh)")
     p.add_argument("--out", type=Path)
     args = p.parse_args()
@@ -145,22 +146,27 @@ def main() -> None:
     for ref in refs:
         emb = synth.embed_speaker(ref.wav_bytes())
         _bias["mel"] = None
-        own = np.mean(
-            [speech_mel_mean(synth, synth.synthesize(t, speaker_embedding=emb).audio) for t in CALIBRATION], 0
-        )
-        bias = speech_mel_mean(synth, ref.audio) - own
-        if args.zero_mean:
-            bias = bias - bias.mean()
-        if args.clip is not None:
-            bias = np.clip(bias, -args.clip, args.clip)
-        row: dict[str, object] = {"reference": ref.name, "bias_min": round(float(bias.min()), 3)}
-        row["bias_max"] = round(float(bias.max()), 3)
+        means = [speech_mel_mean(synth, synth.synthesize(t, speaker_embedding=emb).audio) for t in CALIBRATION]
+        groups = {"en": means[:2], "zh": means[2:]} if args.per_language else {"en": means, "zh": means}
+        biases = {}
+        for lang, own in groups.items():
+            bias = speech_mel_mean(synth, ref.audio) - np.mean(own, 0)
+            if args.zero_mean:
+                bias = bias - bias.mean()
+            if args.clip is not None:
+                bias = np.clip(bias, -args.clip, args.clip)
+            biases[lang] = bias
+        row: dict[str, object] = {"reference": ref.name, "bias_min": round(float(biases["en"].min()), 3)}
+        row["bias_max"] = round(float(biases["en"].max()), 3)
         for alpha in alphas:
-            _bias["mel"] = alpha * bias
-            row[f"alpha_{alpha}"] = score_variant(synth, sentences, emb, emb, table, scores[alpha])
+            for lang, group in (("en", sentences[:3]), ("zh", sentences[3:])):
+                _bias["mel"] = alpha * biases[lang]
+                mean = score_variant(synth, group, emb, emb, table, scores[alpha])
+                row[f"alpha_{alpha}_{lang}"] = mean
             if judge is not None:
                 for text in sentences:
                     lang = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
+                    _bias["mel"] = alpha * biases[lang]
                     audio = synth.synthesize(text, speaker_embedding=emb).audio
                     heard = judge.transcribe(audio, SAMPLE_RATE, language=lang).text
                     errors[alpha][lang] += next(iter(score(text, heard, lang).values()))
