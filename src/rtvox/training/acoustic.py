@@ -49,6 +49,7 @@ from rtvox.training.checkpoint import (
 )
 from rtvox.training.data import (
     AcousticSet,
+    CrossLingualReferences,
     LengthBatcher,
     NeutralReferences,
     collate_acoustic,
@@ -97,7 +98,8 @@ class AcousticRun:
     # trained acoustic model must learn its durations (flat start included) before the model trains on them
     aligner_only_steps: int = 0
     # whose GE2E embedding conditions a row: "neutral" (another neutral clip of the speaker, as at inference:
-    # data.NeutralReferences) or "own" (the utterance's own, which carries its emotion; runs up to T11)
+    # data.NeutralReferences), "own" (the utterance's own, which carries its emotion; runs up to T11, and T15) or
+    # "cross-lingual" (own, half the rows a clip of the other language: data.CrossLingualReferences)
     speaker_ref: str = "neutral"
     # which weights learn: "all", or "emotion" (the emotion encoder and table, and the emotion half of every
     # layer that reads the condition vector; the speaker half, the rest of the acoustic model and the aligner
@@ -307,7 +309,7 @@ def validate(
     index: np.ndarray,
     run: AcousticRun,
     stats: Tensor | None = None,
-    references: NeutralReferences | None = None,
+    references: NeutralReferences | CrossLingualReferences | None = None,
 ) -> float:
     """Post-net mel L1 over `index`, each row conditioned as in training (`references`: the run's neutral ones)."""
     for m in modules.values():

@@ -51,7 +51,8 @@ SpeakerRefOpt = Annotated[
     typer.Option(
         "--speaker-ref",
         help="speaker embedding of a row: 'neutral' (another neutral clip of the speaker), 'neutral-own' (neutral rows"
-        " their own, emotional rows another neutral clip) or 'own' (runs to T11)",
+        " their own, emotional rows another neutral clip), 'own' (runs to T11, T15) or 'cross-lingual' (own, but half"
+        " the rows a clip of the same speaker and emotion in the other language)",
     ),
 ]
 

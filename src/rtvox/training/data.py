@@ -34,6 +34,7 @@ class PackInfo:
     mel_levels: int
     f0_lo: float
     f0_hi: float
+    langs: tuple[str, ...] = ("zh", "en", "mixed")  # what the utterances' lang codes index (recipes/train/pack.py)
 
     @classmethod
     def load(cls, path: Path) -> PackInfo:
@@ -52,6 +53,7 @@ class PackInfo:
                 mel_levels=int(data.get("mel_levels", 256)),
                 f0_lo=float(data["f0_range"][0]),
                 f0_hi=float(data["f0_range"][1]),
+                langs=tuple(str(x) for x in data.get("langs", ("zh", "en", "mixed"))),
             )
         except (ValueError, KeyError, TypeError, IndexError) as exc:
             what = f"lacks {exc}" if isinstance(exc, KeyError) else f"is not valid ({exc})"
@@ -200,7 +202,8 @@ class LengthBatcher:
         return batches
 
 
-SPEAKER_REFS: tuple[str, ...] = ("own", "neutral", "neutral-own")
+SPEAKER_REFS: tuple[str, ...] = ("own", "neutral", "neutral-own", "cross-lingual")
+CROSS_LINGUAL_SHARE = 0.5  # --speaker-ref cross-lingual: the share of rows conditioned on the other language
 
 
 class NeutralReferences:
@@ -244,13 +247,67 @@ class NeutralReferences:
         return out
 
 
-def speaker_references(data: AcousticSet, mode: str) -> NeutralReferences | None:
+class CrossLingualReferences:
+    """--speaker-ref cross-lingual: each row keeps its own GE2E embedding, except a share of them
+    (CROSS_LINGUAL_SHARE) that get the embedding of a random clip of the same speaker and emotion in the other
+    language (zh ↔ en; a mixed row either), where the speaker has one.
+
+    Why: a clone is closer to its own reference than to any built-in voice when it speaks its clip's language and
+    loses when it speaks the other (docs/QUALITY.md, "8.9.1": every reference, both sets). GE2E embeddings carry
+    the clip's language, and with "own" references a Mandarin row was only ever conditioned on a Mandarin clip, so
+    an English clip's embedding speaking Mandarin lies where no training row was and drifts to the Mandarin
+    speakers. The corpus speaks each base voice in both languages (by voice conversion), so a row's speaker is the
+    same voice whichever language its reference clip is in. Emotion stays as with "own": the reference has the
+    row's emotion, so what the embedding says about it is unchanged."""
+
+    def __init__(self, data: AcousticSet, share: float = CROSS_LINGUAL_SHARE) -> None:
+        self.speaker, self.emotion, self.lang = data.speaker, data.emotion, data.lang
+        self.share = share
+        langs = list(data.info.langs)
+        self.zh, self.en = (langs.index(x) if x in langs else -1 for x in ("zh", "en"))
+        self.pools: dict[tuple[int, int, int], np.ndarray] = {}
+        for key in {(int(s), int(e), int(g)) for s, e, g in zip(data.speaker, data.emotion, data.lang, strict=True)}:
+            spk, emo, lang = key
+            self.pools[key] = np.flatnonzero((data.speaker == spk) & (data.emotion == emo) & (data.lang == lang))
+
+    def _others(self, lang: int) -> list[int]:
+        if lang == self.zh:
+            return [self.en]
+        if lang == self.en:
+            return [self.zh]
+        return [self.zh, self.en]  # mixed: either
+
+    def pick(self, index: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The reference utterance of each row of `index` (int64 [B])."""
+        out = np.asarray(index, dtype=np.int64).copy()
+        for row, i in enumerate(out):
+            if rng.random() >= self.share:
+                continue
+            others = self._others(int(self.lang[i]))
+            lang = others[int(rng.integers(len(others)))]
+            pool = self.pools.get((int(self.speaker[i]), int(self.emotion[i]), lang))
+            if pool is not None and pool.size:
+                out[row] = pool[rng.integers(pool.size)]
+        return out
+
+    def coverage(self) -> float:
+        """The share of rows that have a clip of the other language to draw (the rest keep their own)."""
+        have = [
+            any((self.pools.get((int(s), int(e), g)) is not None) for g in self._others(int(g0)) if g >= 0)
+            for s, e, g0 in zip(self.speaker, self.emotion, self.lang, strict=True)
+        ]
+        return float(np.mean(have)) if have else 0.0
+
+
+def speaker_references(data: AcousticSet, mode: str) -> NeutralReferences | CrossLingualReferences | None:
     """The trainers' --speaker-ref: NeutralReferences for "neutral" and "neutral-own" (neutral rows keep their
-    own), None (each row's own embedding) for "own"."""
+    own), CrossLingualReferences for "cross-lingual", None (each row's own embedding) for "own"."""
     if mode not in SPEAKER_REFS:
         raise ValueError(f"speaker_ref must be one of {', '.join(SPEAKER_REFS)}, got {mode!r}")
     if mode == "own":
         return None
+    if mode == "cross-lingual":
+        return CrossLingualReferences(data)
     return NeutralReferences(data, keep_neutral_own=mode == "neutral-own")
 
 

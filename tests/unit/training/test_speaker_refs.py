@@ -79,3 +79,23 @@ def test_neutral_own_keeps_neutral_rows_and_swaps_emotional_ones() -> None:
     assert speaker_references(_data(), "own") is None
     with pytest.raises(ValueError, match="speaker_ref must be one of own, neutral, neutral-own"):
         speaker_references(_data(), "mine")
+
+
+def test_cross_lingual_references_swap_half_the_rows_to_the_other_language() -> None:
+    """--speaker-ref cross-lingual: about half the rows take a clip of the same speaker and emotion in the other
+    language (zh ↔ en, mixed → either); rows with no such clip, and the other half, keep their own."""
+    from rtvox.training.data import CrossLingualReferences
+
+    data = _data()
+    # a: zh 0,1 / en 2 neutral, happy zh 3 / mixed 4; b: neutral zh 5, happy en 6; c: sad zh 7,8 (no other language)
+    data.lang = np.array([0, 0, 1, 0, 2, 0, 1, 0, 0])
+    refs = speaker_references(data, "cross-lingual")
+    assert isinstance(refs, CrossLingualReferences)
+    rng = np.random.default_rng(1)
+    index = np.arange(len(SPEAKER))
+    picks = np.stack([refs.pick(index, rng) for _ in range(400)])  # [draws, rows]
+    assert (SPEAKER[picks] == SPEAKER).all() and (EMOTION[picks] == EMOTION).all()
+    for row, allowed in {0: {0, 2}, 1: {1, 2}, 2: {2, 0, 1}, 3: {3}, 4: {4, 3}, 5: {5}, 6: {6}, 7: {7}, 8: {8}}.items():
+        assert set(picks[:, row].tolist()) == allowed, row
+    assert 0.4 < float(np.mean(picks[:, 0] == 2)) < 0.6  # the share
+    assert refs.coverage() == pytest.approx(4 / 9)  # rows 0, 1, 2 and the mixed 4 have one in another language
