@@ -456,6 +456,28 @@ def emotion_strength(
     _merge_into_config(model, "emotion_strength", parsed)
 
 
+@train_app.command("timbre-match")
+def timbre_match(
+    model: Annotated[Path, typer.Option("--model", help="model directory whose config.json gets the strength")],
+    strength: Annotated[
+        float, typer.Argument(help="share of a clone's spectral gap to its clip that is added (0: off)")
+    ],
+) -> None:
+    """Set timbre matching of cloned voices in MODEL/config.json ("timbre_match", rtvox.runtime.timbre): a clone's
+    mel gets STRENGTH times the clipped, level-free gap between its reference clip's long-term log-mel and the
+    model's own rendering of its embedding. rtvox-small uses 0.5 (docs/QUALITY.md, "8.9.1")."""
+    import dataclasses
+
+    from rtvox.models.bundle import TIMBRE_MATCH_MAX
+    from rtvox.training.prosody_prior import update_config
+
+    if not 0.0 <= strength <= TIMBRE_MATCH_MAX:
+        raise typer.BadParameter(f"must be from 0 to {TIMBRE_MATCH_MAX:g}, not {strength:g}", param_hint="STRENGTH")
+    with one_message():
+        config = update_config(model, lambda c: dataclasses.replace(c, timbre_match=float(strength)))
+    typer.echo(f"timbre_match {config.timbre_match:g}; wrote {model / 'config.json'}")
+
+
 @train_app.command("export-ar")
 def export_ar(
     codec_snapshot: Annotated[Path, typer.Option("--codec", help="snapshot folder of the codec (rtvox train codec)")],

@@ -122,3 +122,20 @@ def test_a_clone_keeps_its_spectrum_and_speaks_with_its_timbre(matching: Synthes
     assert isinstance(matching.bundle, ModelBundle)
     built_in = matching.prepare(SynthesisRequest(text=TEXT, voice="anna"))
     assert built_in.timbre is None  # built-in voices are the model's own: nothing to match
+
+
+def test_the_train_command_sets_and_checks_the_strength(runtime_model: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from rtvox.cli import app
+
+    model = tmp_path / "m"
+    shutil.copytree(runtime_model, model)
+    runner = CliRunner()
+    result = runner.invoke(app, ["train", "timbre-match", "--model", str(model), "0.5"])
+    assert result.exit_code == 0, result.output
+    assert Synthesizer(model, device="cpu").timbre_strength == 0.5
+    result = runner.invoke(app, ["train", "timbre-match", "--model", str(model), "2.5"])
+    assert result.exit_code != 0 and "must be from 0 to 2" in result.output
+    assert runner.invoke(app, ["train", "timbre-match", "--model", str(model), "0"]).exit_code == 0
+    assert "timbre_match" not in (model / "config.json").read_text(encoding="utf-8")
