@@ -152,8 +152,9 @@ class Synthesizer:
         """Make a voice from a 3–30 s reference clip and persist it under `name` (its embedding and the clip's
         speech spectrum, from which each model that speaks it derives the clone's timbre)."""
         validate_voice_name(name)  # before the embedding, so a bad name fails fast
-        embedding = self.embed_speaker(reference)
-        spectrum = self.reference_spectrum(reference)
+        data, label = self._reference_bytes(reference), self._reference_label(reference)  # read once (a pipe)
+        embedding = self._embed_bytes(data, label, "reference_audio")
+        spectrum = self._spectrum_bytes(data, label, "reference_audio")
         voice = Voice(name=name, embedding=embedding, description=description, builtin=False, spectrum=spectrum)
         return self.voices.add(voice)
 
@@ -166,9 +167,9 @@ class Synthesizer:
     def reference_spectrum(self, reference: AudioSource, *, param: str = "reference_audio") -> np.ndarray:
         """Mean log-mel [n_mels] of a reference clip's speech (decoded, checked and leveled as for the speaker
         embedding), cached by a hash of the clip's bytes. It depends on the clip alone, so clones keep it."""
-        data = self._reference_bytes(reference)
-        label = self._reference_label(reference)
+        return self._spectrum_bytes(self._reference_bytes(reference), self._reference_label(reference), param)
 
+    def _spectrum_bytes(self, data: bytes, label: str | None, param: str) -> np.ndarray:
         def compute() -> np.ndarray:
             clip = prepare_reference(data, sr=SAMPLE_RATE, param=param, label=label)
             return speech_mel_mean(self._mel_cpu, clip).astype(np.float32)
@@ -214,16 +215,21 @@ class Synthesizer:
         return timbre
 
     def speaker_profile(self, reference: AudioSource, *, param: str = "reference_audio") -> dict[str, Any]:
-        """`speaker_embedding` and `speaker_timbre` of a reference clip, as SynthesisRequest's keyword arguments."""
-        embedding = self.embed_speaker(reference, param=param)
-        timbre = self.speaker_timbre(embedding, self.reference_spectrum(reference, param=param))
+        """`speaker_embedding` and `speaker_timbre` of a reference clip, as SynthesisRequest's keyword arguments.
+        The clip is read once (a pipe gives its bytes only once)."""
+        data, label = self._reference_bytes(reference), self._reference_label(reference)
+        embedding = self._embed_bytes(data, label, param)
+        timbre = None
+        if self.timbre_strength > 0.0:
+            timbre = self.speaker_timbre(embedding, self._spectrum_bytes(data, label, param))
         return {"speaker_embedding": embedding, "speaker_timbre": timbre}
 
     def embed_speaker(self, reference: AudioSource, *, param: str = "reference_audio") -> np.ndarray:
         """GE2E embedding of a reference clip, cached by a hash of the clip's bytes; a bad clip raises
         AudioInputError naming `param` (the request field it came in)."""
-        data = self._reference_bytes(reference)
-        label = self._reference_label(reference)
+        return self._embed_bytes(self._reference_bytes(reference), self._reference_label(reference), param)
+
+    def _embed_bytes(self, data: bytes, label: str | None, param: str) -> np.ndarray:
         return self.embedding_cache.get_or_compute(
             SPEAKER_CACHE_NS,
             data,
