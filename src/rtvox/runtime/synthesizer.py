@@ -172,11 +172,11 @@ class Synthesizer:
     def _spectrum_bytes(self, data: bytes, label: str | None, param: str) -> np.ndarray:
         def compute() -> np.ndarray:
             clip = prepare_reference(data, sr=SAMPLE_RATE, param=param, label=label)
-            return speech_mel_mean(self._mel_cpu, clip).astype(np.float32)
+            return speech_mel_mean(self._mel_of, clip).astype(np.float32)
 
         return self.embedding_cache.get_or_compute(SPECTRUM_CACHE_NS, data, compute)
 
-    def _mel_cpu(self, audio: torch.Tensor) -> torch.Tensor:
+    def _mel_of(self, audio: torch.Tensor) -> torch.Tensor:
         return self._mel(audio.to(self.device))
 
     def calibration_requests(self, embedding: np.ndarray) -> list[SynthesisRequest]:
@@ -185,7 +185,7 @@ class Synthesizer:
 
     def timbre_from_renders(self, spectrum: np.ndarray, renders: Sequence[np.ndarray]) -> np.ndarray:
         """The clone's timbre offset from its clip's spectrum and the model's audio of `calibration_requests`."""
-        own = [speech_mel_mean(self._mel_cpu, audio) for audio in renders]
+        own = [speech_mel_mean(self._mel_of, audio) for audio in renders]
         return timbre_offset(spectrum, own, self.timbre_strength)
 
     def timbre_key(self, embedding: np.ndarray, spectrum: np.ndarray) -> bytes:

@@ -6,9 +6,9 @@ of its few dozen training speakers; the long-term spectrum of that rendering can
 the clip's speech frames minus the mean over the model's own renderings of the CALIBRATION sentences with that
 embedding, its mean over bands removed (a timbre, not a loudness: an upload's level must not set the clone's),
 clipped to ±TIMBRE_CLIP nats per band and scaled by the model's `timbre_match` (config.json; 0 turns it off).
-The result — `SynthesisRequest.speaker_timbre`, `Voice.timbre` — is added to every spoken frame of the clone's
-mel before the vocoder, beside the emotion prior's spectral tilt. Measured in docs/QUALITY.md ("Timbre
-matching of clones").
+The result (`SynthesisRequest.speaker_timbre`; a clone keeps only its clip's spectrum, `Voice.spectrum`, so each
+model derives its own) is added to every spoken frame of the clone's mel before the vocoder, beside the emotion
+prior's spectral tilt. Measured in docs/QUALITY.md ("8.9.1").
 """
 
 from __future__ import annotations
@@ -67,15 +67,9 @@ def offset_row(tilt: float, timbre: np.ndarray | None) -> np.ndarray:
     return row.astype(np.float32)
 
 
-def is_identity(tilt: float, timbre: np.ndarray | None) -> bool:
-    """Whether a row's offset is all zeros (its mel passes unchanged)."""
-    return tilt == 0.0 and (timbre is None or not np.any(timbre))
-
-
 __all__ = [
     "CALIBRATION",
     "TIMBRE_CLIP",
-    "is_identity",
     "offset_row",
     "speech_mel_mean",
     "timbre_offset",

@@ -165,6 +165,8 @@ class VoiceRegistry:
     async def profile(self, clip: bytes, *, param: str) -> tuple[np.ndarray, np.ndarray | None]:
         """(embedding, timbre offset or None) of a speaker reference clip sent with a request."""
         embedding = await self.embed(clip, param=param)
+        if self.synth.timbre_strength <= 0.0:  # nothing to match: skip the spectrum too
+            return embedding, None
         return embedding, await self.timbre(embedding, await self.spectrum(clip, param=param))
 
     async def timbre(self, embedding: np.ndarray, spectrum: np.ndarray | None) -> np.ndarray | None:
