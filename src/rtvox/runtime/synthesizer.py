@@ -302,9 +302,7 @@ class Synthesizer:
     # ------------------------------------------------------------------ synthesis
     def synthesize(self, text: str, **kwargs: Any) -> SynthesisResult:
         """Synthesize the whole text; keyword arguments are those of SynthesisRequest."""
-        chunks = tuple(self.stream(text, **kwargs))
-        audio = np.concatenate([c.audio for c in chunks]) if chunks else np.zeros(0, np.float32)
-        return SynthesisResult(audio=audio, sample_rate=SAMPLE_RATE, chunks=chunks)
+        return _whole(self.stream(text, **kwargs))
 
     def stream(self, text: str, *, emotion_ref: AudioSource | None = None, **kwargs: Any) -> Iterator[AudioChunk]:
         """Yield audio chunk by chunk (the first chunk is short so playback can start early). A cloned voice by
@@ -320,9 +318,7 @@ class Synthesizer:
 
     def synthesize_request(self, request: SynthesisRequest) -> SynthesisResult:
         """`synthesize` of a ready SynthesisRequest (no voice lookup for timbre)."""
-        chunks = tuple(self.stream_request(request))
-        audio = np.concatenate([c.audio for c in chunks]) if chunks else np.zeros(0, np.float32)
-        return SynthesisResult(audio=audio, sample_rate=SAMPLE_RATE, chunks=chunks)
+        return _whole(self.stream_request(request))
 
     def stream_request(self, request: SynthesisRequest) -> Iterator[AudioChunk]:
         """The simple one-request path: prepare, then one chunk step per chunk (the service batches the same steps)."""
@@ -553,6 +549,13 @@ class Synthesizer:
                 self._cond_cache.clear()
             self._cond_cache[key] = cond
         return cond
+
+
+def _whole(stream: Iterable[AudioChunk]) -> SynthesisResult:
+    """A stream's chunks as one utterance."""
+    chunks = tuple(stream)
+    audio = np.concatenate([c.audio for c in chunks]) if chunks else np.zeros(0, np.float32)
+    return SynthesisResult(audio=audio, sample_rate=SAMPLE_RATE, chunks=chunks)
 
 
 def load_model(model: str | os.PathLike[str] | None = None, **kwargs: Any) -> Synthesizer:

@@ -9,6 +9,7 @@ import re
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +35,35 @@ def default_voices_dir() -> Path:
         return Path(env)
     home = os.environ.get("RTVOX_HOME") or os.path.join(Path.home(), ".local", "share", "rtvox")
     return Path(home) / "voices"
+
+
+def clone_payload(voice: Voice) -> dict[str, Any]:
+    """A clone as JSON (its file in the store, its entry in a shared Redis table); floats exact, since the
+    embedding and spectrum key caches."""
+    payload: dict[str, Any] = {
+        "name": voice.name,
+        "embedding": [float(x) for x in voice.embedding],
+        "language": voice.language,
+        "gender": voice.gender,
+        "description": voice.description,
+    }
+    if voice.spectrum is not None:
+        payload["spectrum"] = [float(x) for x in voice.spectrum]
+    return payload
+
+
+def clone_from_payload(data: dict[str, Any]) -> Voice:
+    """The clone `clone_payload` wrote; KeyError, TypeError or ValueError (InputError included) when malformed."""
+    spectrum = data.get("spectrum")
+    return Voice(
+        name=validate_voice_name(data["name"]),
+        embedding=np.asarray(data["embedding"], dtype=np.float32),
+        language=str(data.get("language", "")),
+        gender=str(data.get("gender", "unknown")),
+        description=str(data.get("description", "")),
+        builtin=False,
+        spectrum=None if spectrum is None else np.asarray(spectrum, np.float32),
+    )
 
 
 def validate_voice_name(name: str) -> str:
@@ -75,16 +105,7 @@ class VoiceStore:
             return clones
         for path in sorted(self.clones_dir.glob(f"*{CLONE_SUFFIX}")):
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                voice = Voice(
-                    name=validate_voice_name(data["name"]),
-                    embedding=np.asarray(data["embedding"], dtype=np.float32),
-                    language=str(data.get("language", "")),
-                    gender=str(data.get("gender", "unknown")),
-                    description=str(data.get("description", "")),
-                    builtin=False,
-                    spectrum=None if data.get("spectrum") is None else np.asarray(data["spectrum"], np.float32),
-                )
+                voice = clone_from_payload(json.loads(path.read_text(encoding="utf-8")))
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 # One corrupt file must not take the whole store down; it stays on disk for inspection.
                 warnings.warn(f"skipping unreadable voice file {path}: {exc}", stacklevel=2)
@@ -157,15 +178,7 @@ class VoiceStore:
             spectrum=voice.spectrum,
         )
         self.clones_dir.mkdir(parents=True, exist_ok=True)
-        payload = {
-            "name": clone.name,
-            "embedding": [float(x) for x in clone.embedding],
-            "language": clone.language,
-            "gender": clone.gender,
-            "description": clone.description,
-        }
-        if clone.spectrum is not None:
-            payload["spectrum"] = [float(x) for x in clone.spectrum]  # exact: it keys the timbre cache
+        payload = clone_payload(clone)
         atomic_write_bytes(self.clones_dir / f"{clone.name}{CLONE_SUFFIX}", json.dumps(payload).encode("utf-8"))
         self._clones[clone.name] = clone
         return clone

@@ -21,7 +21,7 @@ import numpy as np
 from rtvox.errors import AudioInputError, InputError, VoiceNotFoundError
 from rtvox.runtime.synthesizer import Synthesizer
 from rtvox.runtime.types import SynthesisRequest, SynthesisResult, Voice
-from rtvox.runtime.voices import CLONE_SUFFIX, OPENAI_VOICES, validate_voice_name
+from rtvox.runtime.voices import CLONE_SUFFIX, OPENAI_VOICES, clone_from_payload, clone_payload, validate_voice_name
 from rtvox.server.schemas import VoiceObject
 
 log = logging.getLogger("rtvox.server")
@@ -226,16 +226,7 @@ class VoiceRegistry:
             return None
 
     async def _share(self, voice: Voice) -> None:
-        payload = {
-            "name": voice.name,
-            "embedding": [float(x) for x in voice.embedding],
-            "description": voice.description,
-            "gender": voice.gender,
-            "language": voice.language,
-        }
-        if voice.spectrum is not None:
-            payload["spectrum"] = [float(x) for x in voice.spectrum]  # exact: it keys the timbre cache
-        await self._redis_call("hset", REDIS_VOICES_KEY, voice.name, json.dumps(payload))
+        await self._redis_call("hset", REDIS_VOICES_KEY, voice.name, json.dumps(clone_payload(voice)))
 
     async def _fetch_shared(self, name: str) -> bool:
         blob = await self._redis_call("hget", REDIS_VOICES_KEY, name)
@@ -251,17 +242,7 @@ class VoiceRegistry:
     def _adopt(self, blob: bytes | str) -> bool:
         """Store a clone found in Redis locally; a malformed entry is skipped with a warning."""
         try:
-            data = json.loads(blob)
-            voice = Voice(
-                name=validate_voice_name(data["name"]),
-                embedding=np.asarray(data["embedding"], dtype=np.float32),
-                description=str(data.get("description", "")),
-                gender=str(data.get("gender", "unknown")),
-                language=str(data.get("language", "")),
-                builtin=False,
-                spectrum=None if data.get("spectrum") is None else np.asarray(data["spectrum"], np.float32),
-            )
-            self.store.add(voice)
+            self.store.add(clone_from_payload(json.loads(blob)))
         except (ValueError, KeyError, TypeError) as exc:
             log.warning("skipping a malformed shared voice entry: %s", exc)
             return False
