@@ -150,9 +150,7 @@ def speak(
             "max_chars": CLI_MAX_CHARS,
         }
         if voice is not None:  # a clone's timbre, for every path below (the document path builds its own requests)
-            chosen = synth.voices.get(voice)
-            if chosen.spectrum is not None:
-                settings["speaker_timbre"] = synth.speaker_timbre(chosen.embedding, chosen.spectrum)
+            settings["speaker_timbre"] = synth.voice_timbre(voice)
         to_stdout = str(output) == "-"
         if text.startswith("@") and duration is None and not to_stdout:
             # A document: large static batches, resumable (finished segments wait in OUTPUT.parts/).

@@ -205,6 +205,12 @@ class Synthesizer:
             timbre = self.remember_timbre(key, self.timbre_from_renders(spectrum, renders))
         return timbre
 
+    def voice_timbre(self, name: str) -> np.ndarray | None:
+        """The timbre offset of a voice by name: a clone's that has a spectrum, else None (`speaker_timbre`'s
+        rendering rules apply)."""
+        voice = self.voices.get(name)
+        return None if voice.spectrum is None else self.speaker_timbre(voice.embedding, voice.spectrum)
+
     def cached_timbre(self, key: bytes) -> np.ndarray | None:
         return self._timbres.get(key)
 
@@ -310,9 +316,8 @@ class Synthesizer:
         ref = None if emotion_ref is None else self._reference(emotion_ref, SAMPLE_RATE)
         request = SynthesisRequest(text=text, emotion_ref=ref, **kwargs)
         if request.voice is not None and request.speaker_embedding is None and request.speaker_timbre is None:
-            voice = self.voices.get(request.voice)
-            if voice.spectrum is not None:
-                timbre = self.speaker_timbre(voice.embedding, voice.spectrum)
+            timbre = self.voice_timbre(request.voice)
+            if timbre is not None:
                 request = dataclasses.replace(request, speaker_timbre=timbre)
         return self.stream_request(request)
 
