@@ -79,8 +79,9 @@ def create_app(service: SpeechService, config: ServerConfig | None = None) -> Fa
     )
     app.state.rtvox = state
     api_routes = [*routes_openai.router.routes, *routes_voices.router.routes, *routes_native.router.routes]
-    install_error_handlers(app, api_routes)
-    auth = [Depends(ApiKeyCheck(config.api_keys))]
+    key_check = ApiKeyCheck(config.api_keys)
+    install_error_handlers(app, api_routes, auth=key_check)
+    auth = [Depends(key_check)]
     app.include_router(routes_openai.router, dependencies=auth)
     app.include_router(routes_voices.router, dependencies=auth)
     app.include_router(routes_native.router, dependencies=auth)

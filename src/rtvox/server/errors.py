@@ -7,7 +7,7 @@ Anything the client got wrong is a 4xx with a message that says how to fix it; a
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
 
@@ -160,15 +160,30 @@ def _route_message(request: Request, status: int, allow: str) -> str:
     return f"nothing at {request.method} {path}; see /docs for the API's routes"
 
 
-def install_error_handlers(app: FastAPI, routes: Sequence[BaseRoute] = ()) -> None:
-    """Every error as OpenAI-style JSON; `routes`: the API's routes, for the methods a 405 names."""
+def install_error_handlers(
+    app: FastAPI, routes: Sequence[BaseRoute] = (), auth: Callable[[Request], Awaitable[None]] | None = None
+) -> None:
+    """Every error as OpenAI-style JSON; `routes`: the API's routes, for the methods a 405 names; `auth`: their key
+    check, which a request's body errors must not come before (below)."""
+    api_paths = {getattr(route, "path", None) for route in routes}
+
+    async def refused(request: Request) -> JSONResponse | None:
+        # FastAPI parses a body (JSON, multipart) before it runs the route's dependencies, so a body it cannot parse
+        # was answered with a 400 before the key check: a client without a key must get the 401, as from OpenAI.
+        if auth is None or getattr(request.scope.get("route"), "path", None) not in api_paths:
+            return None
+        try:
+            await auth(request)
+        except APIError as exc:
+            return error_response(exc)
+        return None
 
     async def on_api_error(_: Request, exc: Exception) -> JSONResponse:
         return error_response(to_api_error(exc))
 
-    async def on_validation(_: Request, exc: Exception) -> JSONResponse:
+    async def on_validation(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        return error_response(validation_error(exc))
+        return await refused(request) or error_response(validation_error(exc))
 
     async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
@@ -178,6 +193,8 @@ def install_error_handlers(app: FastAPI, routes: Sequence[BaseRoute] = ()) -> No
         headers = dict(exc.headers or {})
         message = str(exc.detail).rstrip(".")
         if exc.status_code == 400:  # the framework could not parse the body at all
+            if (denied := await refused(request)) is not None:
+                return denied
             message += "; send UTF-8 JSON with Content-Type: application/json (multipart/form-data for uploads)"
         elif exc.status_code in (404, 405) and exc.detail == HTTPStatus(exc.status_code).phrase:
             if exc.status_code == 405:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, File, Form, Path, Query, Request, UploadFile
+from pydantic import BeforeValidator
+from pydantic_core import PydanticCustomError
 
 from rtvox.audio import decode_audio
 from rtvox.errors import InputError
@@ -34,6 +36,14 @@ CLIP_TYPES = ("audio/", "video/webm", "video/ogg", "application/octet-stream", "
 READ_BLOCK = 64 * 1024
 
 
+def _audio_sample_only(value: object) -> object:
+    if value == "prompt":
+        raise PydanticCustomError(
+            "prompt_voice", "voices made from a text prompt are not supported; upload an audio_sample (3–30 s) instead"
+        )
+    return value
+
+
 @router.get("/voices", response_model=VoiceList, responses=ERRORS, summary="List voices")
 async def list_voices(request: Request) -> VoiceList:
     state = get_state(request)
@@ -49,6 +59,13 @@ async def list_voices(request: Request) -> VoiceList:
 )
 async def create_voice(
     request: Request,
+    *,
+    # first, so that a prompt-voice request (OpenAI's type "prompt", no audio_sample) is told why it cannot work
+    type: Annotated[
+        Literal["audio_sample"],
+        BeforeValidator(_audio_sample_only),
+        Form(description="audio_sample only: rtvox clones voices from audio, not from text prompts"),
+    ] = "audio_sample",
     name: Annotated[str, Form(min_length=1, max_length=MAX_NAME_CHARS, description="A label for the voice")],
     audio_sample: Annotated[UploadFile, File(description="3–30 s of one speaker: wav, flac, mp3, ogg, m4a, webm")],
     consent: Annotated[

@@ -50,7 +50,9 @@ class SpeechRequest(BaseModel):
         description="Free-text style, e.g. 'say it angrily' or '用开心的语气'; sets emotion and intensity",
     )
     response_format: ResponseFormat = "mp3"
-    speed: float = Field(default=1.0, ge=API_SPEED_MIN, le=API_SPEED_MAX)
+    # strict numbers and flags (here and in TTSRequest), as OpenAI's API takes them: a lax parse reads "speed": true
+    # as 1.0 and "speed": "2" as 2.0, answering 200 to a request whose field the client got wrong
+    speed: float = Field(default=1.0, ge=API_SPEED_MIN, le=API_SPEED_MAX, strict=True)
     stream_format: Literal["audio", "sse"] = "audio"
 
 
@@ -73,23 +75,30 @@ class TTSRequest(BaseModel):
         default=None,
         ge=0.0,
         le=EMOTION_ALPHA_MAX,
+        strict=True,
         description="Emotion strength (default 1: the model's calibrated default for the label; or from instructions)",
     )
     instructions: str | None = Field(
         default=None, max_length=MAX_INSTRUCTIONS_CHARS, description="Free-text style used when no emotion is given"
     )
-    speed: float = Field(default=1.0, ge=API_SPEED_MIN, le=API_SPEED_MAX)
+    speed: float = Field(default=1.0, ge=API_SPEED_MIN, le=API_SPEED_MAX, strict=True)
     duration: float | None = Field(
-        default=None, ge=MIN_TARGET_SECONDS, le=MAX_TARGET_SECONDS, description="Exact output length in seconds"
+        default=None,
+        ge=MIN_TARGET_SECONDS,
+        le=MAX_TARGET_SECONDS,
+        description="Exact output length in seconds",
+        strict=True,
     )
-    pitch_scale: float = Field(default=1.0, ge=0.0, le=3.0)
-    energy_scale: float = Field(default=1.0, ge=0.0, le=3.0)
-    seed: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    pitch_scale: float = Field(default=1.0, ge=0.0, le=3.0, strict=True)
+    energy_scale: float = Field(default=1.0, ge=0.0, le=3.0, strict=True)
+    seed: int | None = Field(default=None, ge=0, le=2**31 - 1, strict=True)
     response_format: ResponseFormat = "wav"
     stream_format: Literal["audio", "sse", "json"] = Field(
         default="audio", description="audio: raw bytes as made; sse: events per chunk; json: one document"
     )
-    timestamps: bool = Field(default=False, description="Word and phoneme times (stream_format sse or json)")
+    timestamps: bool = Field(
+        default=False, description="Word and phoneme times (stream_format sse or json)", strict=True
+    )
 
     @field_validator("emotion", mode="before")
     @classmethod
