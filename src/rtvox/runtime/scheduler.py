@@ -42,7 +42,7 @@ __all__ = [
 
 # Before any batch has completed we have no service time to quote; assume this per batch for Retry-After.
 _INITIAL_BATCH_SECONDS = 0.1
-# Weight of the newest batch in the running mean of batch service time.
+# Weight of the newest batch in the running mean of the time one batch adds to a busy queue's drain.
 _EWMA_WEIGHT = 0.2
 
 
@@ -201,7 +201,11 @@ class Scheduler:
         self._next_batch_id = 0
         self._seq = 0
         self._expired_unreported: list[str] = []  # expired inside schedule(), returned by the next expire()
-        self._batch_seconds = _INITIAL_BATCH_SECONDS  # running mean of batch service time
+        # running mean of the seconds each completed batch took off the queue: its own time when nothing else was in
+        # flight, the gap since the batch before it completed when batches overlapped (pipelined executors finish
+        # one batch per gap, not per batch latency: a latency-based mean quoted 2-3x the real drain)
+        self._batch_seconds = _INITIAL_BATCH_SECONDS
+        self._last_completed: float | None = None
         self._histogram: dict[int, int] = {}
         self._counts = {"added": 0, "rejected": 0, "finished": 0, "cancelled": 0, "expired": 0}
 
@@ -237,7 +241,8 @@ class Scheduler:
         heapq.heappush(self._deadlines, (deadline, state.seq, state))  # the old entry is skipped when it surfaces
 
     def retry_after_s(self) -> int:
-        """Whole seconds until the queue has likely drained a batch's worth of work (at least 1)."""
+        """Whole seconds until the chunks now queued have likely drained, at the recent rate of batch completions
+        (at least 1)."""
         rounds = math.ceil(self._pending / self.config.max_batch_size)
         return max(1, math.ceil(rounds * self._batch_seconds))
 
@@ -392,7 +397,9 @@ class Scheduler:
             raise ValueError(f"batch {result.batch_id} is unknown or already completed")
         batch, owners = entry
         now = self._clock()
-        self._batch_seconds += _EWMA_WEIGHT * (max(0.0, now - batch.formed_at) - self._batch_seconds)
+        started = batch.formed_at if self._last_completed is None else max(batch.formed_at, self._last_completed)
+        self._batch_seconds += _EWMA_WEIGHT * (max(0.0, now - started) - self._batch_seconds)
+        self._last_completed = now
         delivered: list[BatchItem] = []
         dropped: list[BatchItem] = []
         finished: list[str] = []

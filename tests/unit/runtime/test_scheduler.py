@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import random
 
 import pytest
@@ -444,3 +445,46 @@ def test_a_deadline_moved_later_replaces_the_old_one() -> None:
     assert sched.schedule(2.5) is not None
     assert sched.next_wakeup(2.5) == pytest.approx(3.0)  # the new deadline, not the replaced 1.0
     assert sched.expire(3.0) == ["a"]
+
+
+def test_retry_hint_follows_the_completion_rate_of_overlapping_batches() -> None:
+    # Four batches in flight, each 0.4 s from forming to completion, one completing every 0.1 s: the queue drains
+    # at 10 batches a second, so 16 queued single-chunk batches are ~1.6 s of work, not 16 x 0.4 s.
+    clock = FakeClock()
+    sched = make(clock, max_batch_size=1, max_queue=1000)
+    for i in range(200):
+        sched.add(req(f"r{i}", 1))
+    in_flight = []
+    for _ in range(4):
+        batch = sched.schedule()
+        assert batch is not None
+        in_flight.append(batch)
+        clock.now += 0.1
+    for _ in range(100):
+        sched.complete(BatchResult(in_flight.pop(0).batch_id))
+        batch = sched.schedule()
+        assert batch is not None
+        in_flight.append(batch)
+        clock.now += 0.1
+    while in_flight:
+        sched.complete(BatchResult(in_flight.pop(0).batch_id))
+        clock.now += 0.1
+    for i in range(200, 216):  # the 96 left plus 16 more: 112 batches' work queued
+        sched.add(req(f"r{i}", 1))
+    assert sched.stats().eligible_chunks == 112
+    assert sched.retry_after_s() == math.ceil(112 * 0.1)
+
+
+def test_retry_hint_ignores_idle_time_between_batches() -> None:
+    clock = FakeClock()
+    sched = make(clock, max_batch_size=1, max_queue=1000)
+    for i in range(30):
+        sched.add(req(f"r{i}", 1))
+        batch = sched.schedule()
+        assert batch is not None
+        clock.now += 0.5  # each batch takes 0.5 s ...
+        sched.complete(BatchResult(batch.batch_id))
+        clock.now += 10.0  # ... and the service then idles for 10 s
+    for i in range(30, 50):
+        sched.add(req(f"r{i}", 1))
+    assert sched.retry_after_s() == math.ceil(20 * 0.5)
