@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -11,7 +12,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from rtvox.cli_errors import check_output_path, one_message
+from rtvox.cli_errors import check_listen, check_output_path, no_empty_folder_left, one_message
 from rtvox.constants import AUDIO_FORMATS, SAMPLE_RATE
 from rtvox.errors import InputError, TextError
 from rtvox.eval.commands import register as register_eval
@@ -57,11 +58,17 @@ def read_text(text: str) -> str:
 
 
 def output_format(output: Path, fmt: str | None) -> str:
-    """The audio format of OUTPUT (--format, else its suffix), once OUTPUT is known to be a file path that can
-    be written: checked before the model loads, so a bad path fails at once instead of after the synthesis."""
-    name = (fmt or output.suffix.lstrip(".") or "wav").lower()
-    if name not in AUDIO_FORMATS:
-        raise InputError(f"unsupported audio format {name!r}; use --format {'|'.join(AUDIO_FORMATS)}")
+    """The audio format of OUTPUT (--format, else its suffix as the library reads it: .ogg is opus, .raw pcm; no
+    suffix: wav), once OUTPUT is known to be a file path that can be written: checked before the model loads, so a
+    bad path fails at once instead of after the synthesis."""
+    from rtvox.audio.encode import format_from_path
+
+    if fmt is None:
+        name = format_from_path(output) if output.suffix else "wav"
+    else:
+        name = fmt.strip().lower()
+        if name not in AUDIO_FORMATS:
+            raise InputError(f"unsupported audio format {fmt!r}; use --format {'|'.join(AUDIO_FORMATS)}")
     if str(output) != "-":  # '-': stdout
         check_output_path(output)
     return name
@@ -137,6 +144,15 @@ def speak(
             raise InputError("give either --emotion or --emotion-ref, not both", param="emotion")
         fmt_name = output_format(output, fmt)
         content = read_text(text)
+        to_stdout = str(output) == "-"
+        # A document: large static batches, resumable (finished segments wait in OUTPUT.parts/), any length.
+        document = text.startswith("@") and duration is None and not to_stdout
+        if not document and len(content) > CLI_MAX_CHARS:  # found before the model loads, with the way out
+            raise TextError(
+                f"text is {len(content)} characters, over the limit of {CLI_MAX_CHARS}; put it in a file and pass "
+                "@FILE with -o FILE and no --duration: a document is spoken in resumable parts, at any length",
+                param="text",
+            )
         synth = Synthesizer(model, device=device, backend=backend, lexicon=Lexicon.load(lexicon) if lexicon else None)
         settings: dict[str, Any] = {
             "voice": voice,
@@ -151,12 +167,16 @@ def speak(
         }
         if voice is not None:  # a clone's timbre, for every path below (the document path builds its own requests)
             settings["speaker_timbre"] = synth.voice_timbre(voice)
-        to_stdout = str(output) == "-"
-        if text.startswith("@") and duration is None and not to_stdout:
-            # A document: large static batches, resumable (finished segments wait in OUTPUT.parts/).
-            from rtvox.runtime.offline import speak_file
+        if document:
+            from rtvox.runtime.offline import PARTS_SUFFIX, speak_file
 
-            seconds = speak_file(synth, content, output, fmt_name, settings, emotion_ref)
+            try:
+                seconds = speak_file(synth, content, output, fmt_name, settings, emotion_ref)
+            except KeyboardInterrupt:  # said, since a folder the user did not name stays behind
+                parts = output.with_name(output.name + PARTS_SUFFIX)
+                kept = f"; finished segments wait in {parts}/: run the same command to resume" if parts.is_dir() else ""
+                typer.echo(f"interrupted: {output} was not written{kept}", err=True)
+                raise typer.Exit(130) from None
             typer.echo(f"wrote {output} ({seconds:.2f} s)", err=True)
             return
         pieces = []
@@ -249,10 +269,10 @@ def demo(
         from rtvox.audio import write_audio
         from rtvox.runtime import Synthesizer
 
-        check_output_path(output)
+        fmt_name = output_format(output, None)  # a bad path or suffix fails now, not after the synthesis
         synth = Synthesizer(model, device=device)
         result = synth.synthesize("你好，欢迎使用 rtvox。This is a quick demo of mixed Chinese and English speech.")
-        write_audio(output, result.audio, SAMPLE_RATE)
+        write_audio(output, result.audio, SAMPLE_RATE, fmt=fmt_name)
         typer.echo(f"wrote {output} ({result.seconds:.2f} s) with model {synth.model_dir}")
 
     _run(body)
@@ -337,6 +357,15 @@ def serve(
         from rtvox.server.config import MIB, ServerConfig, split_list
         from rtvox.server.serve import serve as run_server
 
+        if not (math.isfinite(max_upload_mb) and max_upload_mb > 0):  # int() of inf raised OverflowError
+            raise InputError(f"--max-upload-mb must be a positive number, got {max_upload_mb}", param="max_upload_mb")
+        if redis_url:  # a malformed URL failed deep in the app's start with a traceback
+            from redis.connection import parse_url
+
+            try:
+                parse_url(redis_url)
+            except ValueError as exc:  # the URL itself is not echoed: it may hold a password
+                raise InputError(f"--redis-url is not a Redis URL: {exc}", param="redis_url") from None
         try:
             config = ServerConfig(
                 host=host,
@@ -362,6 +391,7 @@ def serve(
             )
         except ValueError as exc:
             raise InputError(str(exc)) from None
+        check_listen(config.host, config.port)  # before the model loads; uvicorn would fail only after it
         run_server(config)
 
     _run(body)
@@ -389,7 +419,9 @@ def export(
     def body() -> None:
         from rtvox.engines.cli_support import export_command
 
-        for name, path in export_command(model, out, backend, dtype, device, profile, modules).items():
+        with no_empty_folder_left(out):  # a bad --backend or --model is found after the folder is made
+            exported = export_command(model, out, backend, dtype, device, profile, modules)
+        for name, path in exported.items():
             typer.echo(f"{name}: {path}")
 
     _run(body)
@@ -436,7 +468,9 @@ def bench(
     def body() -> None:
         from rtvox.engines.cli_support import bench_command
 
-        typer.echo(bench_command(model, out, variants, device, repeats, batches, profile, piper, load))
+        with no_empty_folder_left(out):  # a bad --profile, --device or --model is found after the folder is made
+            report = bench_command(model, out, variants, device, repeats, batches, profile, piper, load)
+        typer.echo(report)
 
     _run(body)
 

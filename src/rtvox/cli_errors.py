@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,6 +67,40 @@ def check_output_folder(folder: Path) -> None:
         _probe(folder)
     except OSError as exc:
         raise InputError(f"cannot write into {folder}: {exc.strerror or exc}", param="out") from None
+
+
+@contextlib.contextmanager
+def no_empty_folder_left(folder: Path) -> Iterator[None]:
+    """Run a command that writes into FOLDER; if it fails, the folders made for it (FOLDER and any missing parents)
+    are removed again while empty: a bad flag or model found after `check_output_folder` leaves nothing behind,
+    while whatever was written stays."""
+    made = [p for p in (folder, *folder.parents) if not p.exists()]  # innermost first
+    try:
+        yield
+    except BaseException:
+        for path in made:
+            try:
+                path.rmdir()  # fails on a folder that holds something: kept, and so are its parents
+            except OSError:
+                break
+        raise
+
+
+def check_listen(host: str, port: int) -> None:
+    """InputError unless this process can listen on HOST:PORT, checked as uvicorn binds (before the model loads,
+    where uvicorn would fail only after it, in several lines of log and exit status 3)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except socket.gaierror as exc:
+            raise InputError(f"cannot listen on --host {host}: {exc.strerror}", param="host") from None
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                message = f"port {port} on {host} is already in use; stop what listens there or choose another --port"
+                raise InputError(message, param="port") from None
+            raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", param="port") from None
 
 
 def _probe(folder: Path) -> None:
