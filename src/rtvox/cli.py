@@ -44,7 +44,9 @@ def read_text(text: str) -> str:
             return sys.stdin.buffer.read().decode("utf-8")
         except UnicodeDecodeError:
             raise InputError("standard input is not UTF-8 text") from None
-    if text.startswith("@") and len(text) > 1:
+    if text == "@":  # a file name forgotten, not an at-sign to speak
+        raise InputError("no file name after @; pass @FILE (or '-' for stdin)")
+    if text.startswith("@"):
         path = Path(text[1:])
         try:
             return path.read_text(encoding="utf-8")

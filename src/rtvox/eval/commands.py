@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -54,6 +55,8 @@ def eval_command(
 
     with one_message():
         check_output_path(out, make_folder=True)  # before minutes of rendering and scoring, not after
+        if keep_audio is not None:
+            check_keep_audio(keep_audio)
         loaded_judge = None
         if emotion:  # the judge too: a wrong --judge folder is bad input, found before the scoring
             from rtvox.eval.emotion_judge import EmotionJudge
@@ -92,6 +95,23 @@ def eval_command(
         md = write_results(results, out)
     typer.echo(md.read_text(encoding="utf-8"))
     typer.echo(f"wrote {out} and {md}", err=True)
+
+
+def check_keep_audio(folder: Path) -> None:
+    """InputError unless --keep-audio FOLDER is a folder, or can be made in a writable one: found before the model
+    loads, not when the first clip is written. Nothing is created here (a failed eval leaves no empty folder)."""
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"--keep-audio {folder} is a file; give a folder for the clips", param="keep_audio")
+    existing = next(p for p in (folder, *folder.parents) if p.exists())  # the root always exists
+    if not existing.is_dir():
+        message = f"--keep-audio {folder}: {existing} is a file, not a folder; give a folder for the clips"
+        raise InputError(message, param="keep_audio")
+    try:  # a file made and removed: mode bits do not tell of /proc or a read-only mount
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".rtvox-probe-"):
+            pass
+    except OSError as exc:
+        message = f"--keep-audio {folder}: cannot write into {existing}: {exc.strerror or exc}"
+        raise InputError(message, param="keep_audio") from None
 
 
 def train_emotion_judge_command(

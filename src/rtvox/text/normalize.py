@@ -4,8 +4,9 @@ them.
 One regular expression finds every non-word entity (a date, a time, a phone number, money, a percentage, a
 range, a fraction, an ordinal, a number with its unit, a plain number, a symbol). Each is read in Chinese or
 English as LanguageContext decides from the words next to it, so "我有3个apple" gives 三 and "I have 3 apples"
-gives three. English abbreviations (Dr., St., e.g.) are expanded afterwards. The pass is linear in the length
-of the text.
+gives three. URLs, email addresses and file paths are entities too, always read in English ("example dot com
+slash a"); a currency sign and the currency word after its amount (¥100元, $5 dollars) are one entity, said once.
+English abbreviations (Dr., St., e.g.) are expanded afterwards. The pass is linear in the length of the text.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from rtvox.text.abbreviations import expand_abbreviations
 from rtvox.text.context import LanguageContext
 from rtvox.text.script import clean, is_han, is_latin
 from rtvox.text.units import (
+    ADDRESS_SYMBOLS,
     CURRENCY_PATTERN,
     CURRENCY_SUFFIX_SYMBOLS,
     CURRENCY_SYMBOLS,
     CURRENCY_WORDS_EN,
     CURRENCY_WORDS_EN_PATTERN,
+    CURRENCY_WORDS_ZH,
     CURRENCY_WORDS_ZH_PATTERN,
     LIANG_MEASURES,
     NO_LIANG_UNITS,
@@ -39,6 +42,7 @@ _NUM = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
 _SNUM = rf"(?:(?<![0-9A-Za-z.])-)?{_NUM}"
 _AMPM = r"[AaPp]\.?\s?[Mm](?![A-Za-z])(?:\.(?=\s+[a-z0-9]|\s*[,;:]))?"
 _RANGE_SEP = r"(?:\s?[~～–—到至]\s?|-)"
+_MONEY_WORD_ZH = "|".join(CURRENCY_WORDS_ZH)
 _MONTHS = (
     "January|February|March|April|May|June|July|August|September|October|November|December"
     "|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec"
@@ -60,6 +64,24 @@ _EN_DIGIT_KEYWORDS = re.compile(
     r"\b(phone|call|dial|number|code|PIN|room|flight|zip|ext|extension|account)\b\W{0,3}$", re.IGNORECASE
 )
 
+# Web addresses, email addresses and file paths (read in English, punctuation by name: ADDRESS_SYMBOLS). A URL
+# has a scheme, "www." or a domain followed by a path; a path starts with / (or ~/, ./, a drive), its first part
+# with no digit first, and has at least two parts: fractions (1/2), dates (2024/05/06, /2024/05/06) and word
+# pairs (and/or, km/h) are left to the other rules.
+_ADDR_CHAR = r"[A-Za-z0-9_\-.~:/?#@&=%+]"
+_ADDR_END = r"[A-Za-z0-9_\-~/#&=%+]"  # an address does not end on the sentence's . , : ?
+_ADDRESS = (
+    rf"(?P<url>(?<![A-Za-z0-9_\-.@/])(?:[A-Za-z][A-Za-z0-9+.\-]*://|www\.|[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*"
+    rf"\.[A-Za-z]{{2,6}}/)(?:{_ADDR_CHAR}*{_ADDR_END})?)",
+    r"(?P<email>(?<![A-Za-z0-9_\-.+%])[A-Za-z0-9_\-.+%]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}"
+    r"(?![A-Za-z0-9\-]))",
+    r"(?P<path>(?<![A-Za-z0-9_\-.~/\\:])(?:~|\.{1,2})?/[A-Za-z_.~][A-Za-z0-9_\-.~]*(?:/[A-Za-z0-9_\-.~]+)+/?"
+    r"(?![A-Za-z0-9/])"
+    r"|(?<![A-Za-z0-9])[A-Za-z]:(?:\\[A-Za-z0-9_\-.~]+)+\\?)",
+)
+_WEB_SCHEME = re.compile(r"https?://", re.IGNORECASE)
+_ADDRESS_PIECE = re.compile(r"[A-Za-z]+|\d+|.")
+
 # Alone (no words around), amounts in these currencies and these units read as English.
 EN_FIRST_CURRENCIES = frozenset({"$", "US$", "£", "€", "USD", "GBP", "EUR"})
 EN_ONLY_UNITS = frozenset({"mph", "mi", "ft", "lb", "lbs", "oz", "°F"})
@@ -67,6 +89,7 @@ EN_ONLY_UNITS = frozenset({"mph", "mi", "ft", "lb", "lbs", "oz", "°F"})
 ENTITY = re.compile(
     "|".join(
         (
+            *_ADDRESS,
             r"(?P<date>(?<!\d)(?P<dy>\d{4})(?P<dsep>[-/.])(?P<dm>0?[1-9]|1[0-2])(?P=dsep)"
             r"(?P<dd>[12]\d|3[01]|0?[1-9])(?![\d.]\d))",
             r"(?P<mdy>(?<!\d)(?P<um>0?[1-9]|1[0-2])/(?P<ud>[12]\d|3[01]|0?[1-9])/(?P<uy>\d{4})(?!\d))",
@@ -86,7 +109,9 @@ ENTITY = re.compile(
             r"|\(\d{3}\)[ -]?\d{3}[-. ]\d{4}|\d{3}[-.]\d{3}[-.]\d{4})(?!\d))",
             rf"(?P<money>(?P<mneg>(?<![0-9A-Za-z.])-)?(?P<msym>{CURRENCY_PATTERN})\s?(?P<mneg2>-(?=\d))?(?P<mval>{_NUM})"
             rf"(?:\s?(?P<mscale>{SCALE_PATTERN})(?![A-Za-z]))?"
-            rf"(?:{_RANGE_SEP}(?:{CURRENCY_PATTERN})?(?P<mval2>{_NUM}))?)",
+            rf"(?:{_RANGE_SEP}(?:{CURRENCY_PATTERN})?(?P<mval2>{_NUM}))?"
+            # ¥100元, $5 dollars: the currency word after an amount that has its sign is part of the money
+            rf"(?:\s?(?P<mword>{_MONEY_WORD_ZH}|{CURRENCY_WORDS_EN_PATTERN}(?![A-Za-z])))?)",
             rf"(?P<pctr>(?P<pa>{_SNUM})\s?(?P<pas>[%‰])?{_RANGE_SEP}(?P<pb>{_SNUM})\s?(?P<pbs>[%‰]))",
             rf"(?P<pct>(?P<pv>{_SNUM})\s?(?P<ps>[%‰]))",
             rf"(?P<mzh>(?P<mzv>{_SNUM})(?:{_RANGE_SEP}(?P<mzv2>{_NUM}))?\s?(?P<mzw>{CURRENCY_WORDS_ZH_PATTERN}))",
@@ -127,6 +152,8 @@ class Normalizer:
             wordless = "en"
 
         def replace(match: re.Match[str]) -> str:
+            if match.lastgroup in ("url", "email", "path"):
+                return _spaced(match, _address(match.group(0)), "en")
             lang = wordless or context.lang(match.start() + offset, match.end() + offset)
             words = self._read(match, lang)
             return _spaced(match, words, lang)
@@ -218,13 +245,34 @@ def _english_by_itself(m: re.Match[str]) -> bool:
         return True
     if kind == "time":
         return bool(g("tap"))
-    if kind == "money":
+    if kind == "money":  # a currency word after the amount outweighs the sign: ¥100 yuan, €5欧元
+        if g("mword"):
+            return g("mword") in CURRENCY_WORDS_EN
         return g("msym").strip() in EN_FIRST_CURRENCIES
     if kind == "unit":
         return g("uu") in EN_ONLY_UNITS
     if kind == "num":
         return g(0).isdigit() and len(g(0)) == 4 and 1900 <= int(g(0)) <= 2099
     return False
+
+
+def _address(text: str) -> str:
+    """A URL, email address or path in English words: the web scheme and a final slash are not said, letters
+    stay for G2P, punctuation is named, numbers of up to three digits are read as numbers and longer ones digit
+    by digit (a port, an id)."""
+    text = _WEB_SCHEME.sub("", text, count=1) if _WEB_SCHEME.match(text) else text
+    if len(text) > 1:
+        text = text.rstrip("/\\")
+    words = []
+    for piece in _ADDRESS_PIECE.findall(text):
+        if piece.isdigit():
+            short = len(piece) <= 3 and not (len(piece) > 1 and piece.startswith("0"))
+            words.append(en.cardinal(piece) if short else en.digits(piece))
+        elif piece.isalpha():
+            words.append(piece)
+        else:
+            words.append(ADDRESS_SYMBOLS[piece])
+    return " ".join(words)
 
 
 def _spaced(m: re.Match[str], words: str, lang: str) -> str:
@@ -290,8 +338,13 @@ def _scaled(value: str, scale: str) -> str | None:
     return str(int(product)) if product == product.to_integral_value() else None
 
 
-def _money_value(value: str, scale: str | None, symbol: str, value2: str | None, is_zh: bool) -> str:
+def _money_value(
+    value: str, scale: str | None, symbol: str, value2: str | None, is_zh: bool, word_zh: str | None = None
+) -> str:
+    """An amount in `symbol`'s currency; `word_zh`, when given, is the Chinese currency word to say instead of the
+    symbol's (¥100块 → 一百块)."""
     name_zh, major, minor = CURRENCY_SYMBOLS[symbol]
+    name_zh = word_zh or name_zh
     if is_zh:
         scale_zh = SCALE_WORDS[scale][0] if scale else ""
         exact = _scaled(value, scale_zh) if scale_zh else None
@@ -315,8 +368,13 @@ def _money_value(value: str, scale: str | None, symbol: str, value2: str | None,
 
 
 def _money(m: re.Match[str], is_zh: bool) -> str:
+    """A sign and an amount, and the currency word written after them if any: the currency is said once.
+    Chinese says a Chinese word as written (¥100块 → 一百块); otherwise the sign names the currency and the word
+    goes unread (¥100元 → one hundred yuan in English, $5 dollars → 五美元 in Chinese)."""
     symbol = m.group("msym").strip()
-    words = _money_value(m.group("mval"), m.group("mscale"), symbol, m.group("mval2"), is_zh)
+    word = m.group("mword")
+    word_zh = word if is_zh and word in CURRENCY_WORDS_ZH else None
+    words = _money_value(m.group("mval"), m.group("mscale"), symbol, m.group("mval2"), is_zh, word_zh)
     if m.group("mneg") or m.group("mneg2"):  # -$5 and $-5
         words = ("负" if is_zh else "minus ") + words
     return words

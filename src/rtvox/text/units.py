@@ -149,6 +149,13 @@ SYMBOLS: dict[str, tuple[str, str]] = {
     "-": ("减", "minus"),
 }
 
+# Punctuation inside a web address, an email address or a file path, read in English whatever the language
+# around it (https://example.com/a?b=1 → example dot com slash a question mark b equals one).
+ADDRESS_SYMBOLS: dict[str, str] = {
+    ".": "dot", "/": "slash", "\\": "backslash", ":": "colon", "-": "dash", "_": "underscore", "@": "at",
+    "?": "question mark", "=": "equals", "&": "and", "#": "hash", "~": "tilde", "%": "percent", "+": "plus",
+}  # fmt: skip
+
 # After a bare 2 these measure words make it 两 (两个, 两点, 两万); not 二月, 二号, 二楼, 二年级.
 LIANG_MEASURES = (
     "个", "位", "只", "本", "次", "天", "岁", "件", "条", "张", "把", "辆", "台", "块",

@@ -214,3 +214,71 @@ def test_fullwidth_characters_are_folded(frontend: Frontend) -> None:
 def test_no_digits_survive(frontend: Frontend) -> None:
     text = "v1.2.3 192.168.0.1 007 12345678901234567890 3:2 x² ½ ٣"
     assert not any(ch.isdigit() for ch in frontend.normalize(text))
+
+
+# A sign and the currency word after the amount name one currency: said once (it was "…元元", "dollars dollars").
+CURRENCY_ONCE_CASES = [
+    ("￥1,234.56元", "一千二百三十四点五六元"),
+    ("价格是￥1,234.56元。", "价格是一千二百三十四点五六元。"),
+    ("¥100元", "一百元"),
+    ("RMB 100元", "一百元"),
+    ("¥1万元", "一万元"),
+    ("¥1-2元", "一到二元"),
+    ("¥2元", "两元"),
+    ("¥100块", "一百块"),  # Chinese says the word as written
+    ("买了$100美元的书", "买了一百美元的书"),
+    ("价格是$5 dollars", "价格是五美元"),
+    ("€5欧元", "五欧元"),  # a Chinese word makes the amount Chinese whatever the sign
+    ("It costs $5 dollars.", "It costs five dollars."),
+    ("It costs €3.50 euros.", "It costs three euros fifty cents."),
+    ("It costs ¥100元.", "It costs one hundred yuan."),
+    ("$5 million dollars", "five million dollars"),
+    ("US$5 USD", "five dollars"),
+    ("¥100 yuan", "one hundred yuan"),
+    ("-¥5元", "负五元"),
+    # unchanged: a sign or a word alone
+    ("¥100", "一百元"),
+    ("100元", "一百元"),
+    ("It costs $5.", "It costs five dollars."),
+    ("€3.50", "three euros fifty cents"),
+    ("£20", "twenty pounds"),
+    ("100元人民币", "一百元人民币"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), CURRENCY_ONCE_CASES)
+def test_normalize_says_the_currency_once(frontend: Frontend, text: str, expected: str) -> None:
+    assert frontend.normalize(text) == expected
+
+
+# URLs, email addresses and paths are read in English words, in Chinese text too (https:// and / went unread).
+ADDRESS_CASES = [
+    ("https://example.com/a/b", "example dot com slash a slash b"),
+    ("Visit https://example.com/a/b.", "Visit example dot com slash a slash b."),
+    ("请访问https://example.com/a/b。", "请访问 example dot com slash a slash b。"),
+    ("See https://example.com/, then", "See example dot com, then"),
+    ("访问example.com/docs看看", "访问 example dot com slash docs 看看"),
+    (
+        "http://localhost:8080/path?q=1&x=2",
+        "localhost colon eight zero eight zero slash path question mark q equals one and x equals two",
+    ),
+    ("https://github.com/foo-bar/Baz_qux", "github dot com slash foo dash bar slash Baz underscore qux"),
+    ("ftp://files.example.org/pub", "ftp colon slash slash files dot example dot org slash pub"),
+    ("www.example.com", "www dot example dot com"),
+    ("email user@example.com now", "email user at example dot com now"),
+    ("请发邮件到john2024@example.com。", "请发邮件到 john two zero two four at example dot com。"),
+    ("cd /usr/local/bin now", "cd slash usr slash local slash bin now"),
+    ("the path ~/.config/rtvox is", "the path tilde slash dot config slash rtvox is"),
+    # unchanged: slashes in dates, fractions, units and word pairs; an at-sign alone
+    ("2024/05/06", "二零二四年五月六日"),
+    ("/2024/05/06", "/二零二四年五月六日"),
+    ("1/2", "二分之一"),
+    ("It is 50 km/h.", "It is fifty kilometers per hour."),
+    ("and/or", "and/or"),
+    ("me @ home", "me at home"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), ADDRESS_CASES)
+def test_normalize_reads_addresses(frontend: Frontend, text: str, expected: str) -> None:
+    assert frontend.normalize(text) == expected
