@@ -121,6 +121,9 @@ def fused_conv1d(
         BLOCK_CO=block_co,
         BLOCK_CI=block_ci,
         BLOCK_T=block_t,
+        # One stage: the default software pipeline keeps every unrolled tap's tiles in flight, 288 KB of shared
+        # memory for fp32 (TF32) inputs, over an H100's 227 KB (OutOfResources, 2026-12-06), as in triton_frames.
+        num_stages=1,
     )
     return out
 
