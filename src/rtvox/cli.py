@@ -59,6 +59,21 @@ def read_text(text: str) -> str:
     return text
 
 
+def check_settings(**settings: Any) -> None:
+    """The request's own checks on speak's settings, before the model loads (it takes seconds), naming the flag:
+    `--emotion-alpha must be a number from 0.0 to 2.0, got nan`."""
+    from rtvox.runtime.types import SynthesisRequest
+
+    try:
+        SynthesisRequest(text="", **settings)
+    except InputError as exc:
+        message = str(exc)
+        if exc.param not in settings or not message.startswith(exc.param):
+            raise
+        flag = "--" + exc.param.replace("_", "-")
+        raise InputError(flag + message.removeprefix(exc.param), param=exc.param) from None
+
+
 def output_format(output: Path, fmt: str | None) -> str:
     """The audio format of OUTPUT (--format, else its suffix as the library reads it: .ogg is opus, .raw pcm; no
     suffix: wav), once OUTPUT is known to be a file path that can be written: checked before the model loads, so a
@@ -145,6 +160,14 @@ def speak(
         if emotion and emotion_ref:
             raise InputError("give either --emotion or --emotion-ref, not both", param="emotion")
         fmt_name = output_format(output, fmt)
+        check_settings(
+            emotion=emotion,
+            emotion_alpha=emotion_alpha,
+            speed=speed,
+            duration=duration,
+            pitch_scale=pitch_scale,
+            energy_scale=energy_scale,
+        )
         content = read_text(text)
         to_stdout = str(output) == "-"
         # A document: large static batches, resumable (finished segments wait in OUTPUT.parts/), any length.

@@ -134,3 +134,22 @@ def test_interrupted_document_says_where_its_parts_wait(
     assert f"interrupted: {out} was not written" in result.stderr
     assert "run the same command to resume" in result.stderr and "Traceback" not in result.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "needles"),
+    [
+        (["--speed", "9"], ["--speed must be a number from 0.5 to 2.0", "9.0"]),
+        (["--emotion-alpha", "nan"], ["--emotion-alpha must be a number", "nan"]),
+        (["--duration", "-1"], ["--duration must be a number"]),
+        (["--pitch-scale", "inf"], ["--pitch-scale must be a number"]),
+        (["--emotion", "furious"], ["unknown emotion 'furious'", "happy"]),
+    ],
+)
+def test_speak_settings_fail_before_the_model_loads_naming_the_flag(
+    tmp_path: Path, flags: list[str], needles: list[str]
+) -> None:
+    """They were checked only once the model had loaded (seconds later), and named the request's field."""
+    out = tmp_path / "x.wav"
+    fails(["speak", "hello", "-o", str(out), *flags, *NO_MODEL], 2, *needles)
+    assert not out.exists()
