@@ -47,15 +47,9 @@ def read_text(text: str) -> str:
     if text == "@":  # a file name forgotten, not an at-sign to speak
         raise InputError("no file name after @; pass @FILE (or '-' for stdin)")
     if text.startswith("@"):
-        path = Path(text[1:])
-        try:
-            return path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputError(f"text file {path} does not exist") from None
-        except UnicodeDecodeError:
-            raise InputError(f"text file {path} is not UTF-8 text") from None
-        except OSError as exc:
-            raise InputError(f"cannot read text file {path}: {exc.strerror}") from None
+        from rtvox.fsutil import read_user_text
+
+        return read_user_text(Path(text[1:]), "text file")
     return text
 
 

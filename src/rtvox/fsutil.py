@@ -1,4 +1,5 @@
-"""Atomic file writes: a temp file in the target's folder, fsync, then rename — readers never see half a file."""
+"""Atomic file writes: a temp file in the target's folder, fsync, then rename — readers never see half a file; and
+reading a user's UTF-8 text file with one clear error for each way that fails."""
 
 from __future__ import annotations
 
@@ -53,3 +54,20 @@ def atomic_open(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+def read_user_text(path: Path, what: str) -> str:
+    """The UTF-8 text of a file the user named; InputError saying which `what` ("text file", "sentence file")
+    does not exist, is a folder, is not UTF-8 text or cannot be read."""
+    from rtvox.errors import InputError
+
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{what} {path} does not exist") from None
+    except IsADirectoryError:
+        raise InputError(f"{what} {path} is a folder; give a text file") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{what} {path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}") from None

@@ -48,16 +48,9 @@ class SentenceSet:
 def read_sentences(path: Path) -> tuple[str, ...]:
     """The sentences of a set file (UTF-8, one a line, # comments); InputError naming the file if it cannot be
     read as that."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError(f"sentence file {path} does not exist") from None
-    except IsADirectoryError:
-        raise InputError(f"sentence file {path} is a folder; give a text file (LANG=FILE)") from None
-    except UnicodeDecodeError:
-        raise InputError(f"sentence file {path} is not UTF-8 text; give one sentence a line") from None
-    except OSError as exc:
-        raise InputError(f"cannot read sentence file {path}: {exc.strerror or exc}") from None
+    from rtvox.fsutil import read_user_text
+
+    lines = read_user_text(path, "sentence file").splitlines()
     sentences = tuple(s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#"))
     if not sentences:
         raise InputError(f"sentence file {path} has no sentences")
