@@ -52,7 +52,7 @@ def check_output_path(output: Path, *, make_folder: bool = False) -> None:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise InputError(f"output folder {folder} is not writable", param="output")
     try:
-        _probe(folder)
+        probe_writable(folder)
     except OSError as exc:
         raise InputError(f"cannot write {output}: {exc.strerror or exc}", param="output") from None
 
@@ -64,7 +64,7 @@ def check_output_folder(folder: Path) -> None:
         raise InputError(f"output {folder} is a file; give a folder", param="out")
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        _probe(folder)
+        probe_writable(folder)
     except OSError as exc:
         raise InputError(f"cannot write into {folder}: {exc.strerror or exc}", param="out") from None
 
@@ -103,7 +103,7 @@ def check_listen(host: str, port: int) -> None:
             raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", param="port") from None
 
 
-def _probe(folder: Path) -> None:
+def probe_writable(folder: Path) -> None:
     """Make and remove a file in FOLDER (OSError if that fails): os.access trusts mode bits, while /proc, /sys and
     read-only mounts refuse the file itself."""
     with tempfile.NamedTemporaryFile(dir=folder, prefix=".rtvox-probe-"):

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import shlex
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from rtvox.cli_errors import check_output_path, one_message
+from rtvox.cli_errors import check_output_path, one_message, probe_writable
 from rtvox.constants import DEFAULT_MODEL, EVAL_EMOTION_SENTENCES
 from rtvox.errors import InputError, ModelError
 
@@ -106,9 +105,8 @@ def check_keep_audio(folder: Path) -> None:
     if not existing.is_dir():
         message = f"--keep-audio {folder}: {existing} is a file, not a folder; give a folder for the clips"
         raise InputError(message, param="keep_audio")
-    try:  # a file made and removed: mode bits do not tell of /proc or a read-only mount
-        with tempfile.NamedTemporaryFile(dir=existing, prefix=".rtvox-probe-"):
-            pass
+    try:
+        probe_writable(existing)
     except OSError as exc:
         message = f"--keep-audio {folder}: cannot write into {existing}: {exc.strerror or exc}"
         raise InputError(message, param="keep_audio") from None
