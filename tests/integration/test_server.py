@@ -158,7 +158,7 @@ class ScriptedService:
     def stats(self) -> dict[str, object]:
         return {}
 
-    async def synthesize(self, request: object, *, deadline_s: float | None = None) -> object:
+    async def synthesize(self, request: object, *, deadline_s: float | None = None, internal: bool = False) -> object:
         raise NotImplementedError
 
 

@@ -494,3 +494,28 @@ def test_a_stream_that_keeps_ahead_of_playback_outlives_its_deadline(tiny_model:
         await service.stop()
 
     run(main)
+
+
+def test_internal_renders_are_served_but_left_out_of_the_request_metrics(
+    tiny_model: Path, reference: Synthesizer
+) -> None:
+    """A clone's calibration renders (the server's own work) take the same queue and engines, but an operator's
+    request counts, TTFA and delivered audio show only what clients asked for."""
+
+    async def main() -> None:
+        service = TTSService(new_synth(tiny_model), ServiceConfig(fallback_device=None))
+        await service.start()
+        request = SynthesisRequest(text=TEXTS[0])
+        own = await service.synthesize(request, internal=True)
+        close(own.audio, reference.synthesize_request(request).audio)
+        stats = service.stats()
+        assert stats["internal_renders"] == 1 and stats["chunks_delivered"] == 0
+        assert sum(stats["requests"].values()) == 0 and stats["ttfa"]["count"] == 0
+        asked = await service.synthesize(request)
+        close(asked.audio, own.audio)
+        stats = service.stats()
+        assert stats["requests"]["ok"] == 1 and stats["ttfa"]["count"] == 1 and stats["internal_renders"] == 1
+        assert stats["audio_seconds_delivered"] == pytest.approx(asked.seconds)
+        await service.stop()
+
+    run(main)

@@ -139,6 +139,7 @@ class ServiceStats:
         self._recent: deque[float] = deque(maxlen=RECENT_SAMPLES)
         self.audio_seconds = 0.0  # audio delivered to callers
         self.chunks = 0  # chunks delivered to callers
+        self.internal = 0  # the service's own renders (a clone's calibration), outside every figure above
 
     def outcome(self, name: str) -> None:
         assert name in self.outcomes, name
@@ -172,6 +173,7 @@ class ServiceStats:
             "requests": dict(self.outcomes),
             "chunks_delivered": self.chunks,
             "audio_seconds_delivered": self.audio_seconds,
+            "internal_renders": self.internal,
             "ttfa": self.ttfa_snapshot(),
         }
 
@@ -314,36 +316,53 @@ class TTSService:
         Raises from the iterator: TextError / InputError found by the frontend or the phoneme / audio limits,
         DeadlineExceededError, EngineFailedError. Closing the iterator early cancels the request at once.
         """
+        return self._admit(request, deadline_s, counted=True)
+
+    def _admit(
+        self, request: SynthesisRequest, deadline_s: float | None, *, counted: bool
+    ) -> AsyncIterator[AudioChunk]:
+        """stream()'s checks; `counted`: the request's outcome, TTFA and audio go into the request metrics."""
         if not self._accepting:
             raise ServiceUnavailableError("the service is not running; call start() first (or it is stopping)")
         if len(request.text) > self.config.max_chars:
-            self.stats_counters.outcome("invalid")
+            if counted:
+                self.stats_counters.outcome("invalid")
             raise TextError(
                 f"text is {len(request.text)} characters, over this server's limit of {self.config.max_chars}; "
                 "split it into several requests",
                 param="input",
             )
         if len(self._streams) >= self.config.max_queue:
-            self.stats_counters.outcome("rejected")
+            if counted:
+                self.stats_counters.outcome("rejected")
             raise QueueFullError(
                 self._scheduler.retry_after_s(), queued=len(self._streams), limit=self.config.max_queue
             )
         budget = self.config.default_deadline_s if deadline_s is None else deadline_s
         if budget is not None and not budget > 0:
             raise InputError(f"deadline_s must be > 0, got {budget}", param="deadline_s")
-        return self._run_stream(request, budget)
+        return self._run_stream(request, budget, counted=counted)
 
-    async def synthesize(self, request: SynthesisRequest, *, deadline_s: float | None = None) -> SynthesisResult:
-        """The whole utterance at once (same path and limits as stream())."""
-        chunks = tuple([c async for c in self.stream(request, deadline_s=deadline_s)])
+    async def synthesize(
+        self, request: SynthesisRequest, *, deadline_s: float | None = None, internal: bool = False
+    ) -> SynthesisResult:
+        """The whole utterance at once (same path and limits as stream()). `internal`: the service's own work (a
+        clone's calibration renders): counted in `ServiceStats.internal`, not in the request outcomes, TTFA or
+        audio delivered that the metrics report."""
+        if internal:
+            self.stats_counters.internal += 1
+        chunks = tuple([c async for c in self._admit(request, deadline_s, counted=not internal)])
         audio = np.concatenate([c.audio for c in chunks]) if chunks else np.zeros(0, np.float32)
         return SynthesisResult(audio=audio, sample_rate=SAMPLE_RATE, chunks=chunks)
 
-    async def _run_stream(self, request: SynthesisRequest, budget: float | None) -> AsyncIterator[AudioChunk]:
+    async def _run_stream(
+        self, request: SynthesisRequest, budget: float | None, *, counted: bool = True
+    ) -> AsyncIterator[AudioChunk]:
         # The slot is taken when iteration starts (an iterator never started never runs its cleanup), so the
         # admission check is repeated here for streams created together and started later.
         if len(self._streams) >= self.config.max_queue:
-            self.stats_counters.outcome("rejected")
+            if counted:
+                self.stats_counters.outcome("rejected")
             raise QueueFullError(
                 self._scheduler.retry_after_s(), queued=len(self._streams), limit=self.config.max_queue
             )
@@ -369,9 +388,10 @@ class TTSService:
                 if isinstance(item, BaseException):
                     raise item
                 assert isinstance(item, AudioChunk)
-                if item.index == 0:
-                    self.stats_counters.ttfa(time.monotonic() - stream.arrival)
-                self.stats_counters.delivered(item.seconds)
+                if counted:
+                    if item.index == 0:
+                        self.stats_counters.ttfa(time.monotonic() - stream.arrival)
+                    self.stats_counters.delivered(item.seconds)
                 if stream.deadline is not None and self.config.deadline_follows_audio:
                     stream.deadline += item.seconds
                     self._scheduler.extend_deadline(stream.request_id, stream.deadline)
@@ -392,7 +412,8 @@ class TTSService:
             # Frees the queue slot and the scheduler state at once; a batch in flight drops this request's result.
             self._streams.pop(stream.request_id, None)
             self._scheduler.cancel(stream.request_id)
-            self.stats_counters.outcome(outcome)
+            if counted:
+                self.stats_counters.outcome(outcome)
 
     async def _until_deadline(self, stream: _Stream, aw: Any) -> Any:
         if stream.deadline is None:

@@ -7,6 +7,7 @@ from a tiny random model). The app starts and stops the service with its own lif
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 from collections.abc import AsyncIterator
@@ -46,7 +47,9 @@ def create_app(service: SpeechService, config: ServerConfig | None = None) -> Fa
     state = ServerState(
         service=service,
         config=config,
-        voices=VoiceRegistry(synth, redis_url=config.redis_url, render=service.synthesize),
+        voices=VoiceRegistry(
+            synth, redis_url=config.redis_url, render=functools.partial(service.synthesize, internal=True)
+        ),
         metrics=metrics,
         consents=ConsentStore(synth.voices.clones_dir / "consents"),
     )

@@ -27,7 +27,12 @@ class SpeechService(Protocol):
 
     def stream(self, request: SynthesisRequest, *, deadline_s: float | None = None) -> AsyncIterator[AudioChunk]: ...
 
-    async def synthesize(self, request: SynthesisRequest, *, deadline_s: float | None = None) -> SynthesisResult: ...
+    async def synthesize(
+        self, request: SynthesisRequest, *, deadline_s: float | None = None, internal: bool = False
+    ) -> SynthesisResult:
+        """The whole utterance; `internal`: work the server does for itself (a clone's calibration renders), served
+        like any request but left out of the request metrics (outcomes, TTFA, audio delivered)."""
+        ...
 
     @property
     def ready(self) -> bool: ...

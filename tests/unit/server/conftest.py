@@ -64,7 +64,9 @@ class FakeService:
         finally:
             self.live -= 1
 
-    async def synthesize(self, request: SynthesisRequest, *, deadline_s: float | None = None) -> SynthesisResult:
+    async def synthesize(
+        self, request: SynthesisRequest, *, deadline_s: float | None = None, internal: bool = False
+    ) -> SynthesisResult:
         chunks = [c async for c in self.stream(request, deadline_s=deadline_s)]
         audio = np.concatenate([c.audio for c in chunks])
         return SynthesisResult(audio=audio, sample_rate=SAMPLE_RATE, chunks=tuple(chunks))
