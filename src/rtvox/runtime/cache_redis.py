@@ -37,10 +37,77 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+class RedisState:
+    """Whether Redis may be used now: up, or down until its next probe. Owns the backoff clock, the last error
+    and the count of outages; logs one warning per outage and one when it ends. Thread-safe. One per process and
+    URL, shared by every user of that Redis (the embedding tier and the server's voice table), so what one of them
+    meets, health() reports and the others skip.
+    """
+
+    def __init__(self, url: str, retry_backoff_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.url = url
+        self.retry_backoff_s = retry_backoff_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._ok = True
+        self._error: str | None = None
+        self._retry_at = 0.0
+        self._outages = 0
+
+    @property
+    def ok(self) -> bool:
+        return self._ok
+
+    @property
+    def error(self) -> str | None:
+        return self._error
+
+    @property
+    def outages(self) -> int:
+        """How many times Redis has gone down since start: a user that saw a lower count missed an outage."""
+        return self._outages
+
+    def probe_due(self) -> bool:
+        with self._lock:
+            return not self._ok and self._clock() >= self._retry_at
+
+    def claim(self) -> bool:
+        """Whether this call may use Redis now; while down, exactly one caller per backoff period gets to probe."""
+        with self._lock:
+            if self._ok:
+                return True
+            now = self._clock()
+            if now < self._retry_at:
+                return False
+            self._retry_at = now + self.retry_backoff_s
+            return True
+
+    def succeeded(self) -> None:
+        with self._lock:
+            if not self._ok:
+                logger.warning("Redis at %s is reachable again; using it", self.url)
+            self._ok, self._error = True, None
+
+    def failed(self, exc: BaseException) -> None:
+        with self._lock:
+            first = self._ok
+            self._ok, self._error = False, f"{type(exc).__name__}: {exc}"
+            self._retry_at = self._clock() + self.retry_backoff_s
+            self._outages += first
+        if first:  # one warning per outage, not one per request
+            logger.warning(
+                "Redis at %s is unreachable (%s); embeddings and voices are served from this process only, "
+                "retrying every %g s",
+                self.url,
+                self._error,
+                self.retry_backoff_s,
+            )
+
+
 class RedisTier:
-    """A Redis connection that degrades instead of failing. Owns the client, the up/down state and the backoff
-    clock; knows nothing about embeddings (values are opaque bytes). Thread-safe: the client pools connections
-    and the state is guarded by a lock.
+    """A Redis connection that degrades instead of failing. Owns the client and its RedisState (up/down and the
+    backoff clock; `state`, for other users of the same Redis); knows nothing about embeddings (values are opaque
+    bytes). Thread-safe: the client pools connections and the state has its own lock.
     """
 
     def __init__(
@@ -59,7 +126,6 @@ class RedisTier:
         self.url = redact_url(url)
         self.retry_backoff_s = retry_backoff_s
         self._ttl_ms = None if ttl_s is None else max(1, round(ttl_s * 1000))
-        self._clock = clock
         # No client-side retries: one failed call means "down", and the backoff decides when to try again.
         self._client = redis.Redis.from_url(
             url,
@@ -68,55 +134,21 @@ class RedisTier:
             retry=Retry(NoBackoff(), 0),
             health_check_interval=0,
         )
-        self._lock = threading.Lock()
-        self._ok = True
-        self._error: str | None = None
-        self._retry_at = 0.0
+        self.state = RedisState(self.url, retry_backoff_s, clock)
         # Probe at start so a misconfigured URL shows up in the log and in health() before the first request.
         self.ping()
-
-    # ------------------------------------------------------------------ state
-    def _claim(self) -> bool:
-        """Whether this call may use Redis now; while down, exactly one caller per backoff period gets to probe."""
-        with self._lock:
-            if self._ok:
-                return True
-            now = self._clock()
-            if now < self._retry_at:
-                return False
-            self._retry_at = now + self.retry_backoff_s
-            return True
-
-    def _succeeded(self) -> None:
-        with self._lock:
-            if not self._ok:
-                logger.warning("Redis embedding cache at %s is reachable again; using it", self.url)
-            self._ok, self._error = True, None
-
-    def _failed(self, exc: BaseException) -> None:
-        with self._lock:
-            first = self._ok
-            self._ok, self._error = False, f"{type(exc).__name__}: {exc}"
-            self._retry_at = self._clock() + self.retry_backoff_s
-        if first:  # one warning per outage, not one per request
-            logger.warning(
-                "Redis embedding cache at %s is unreachable (%s); using the in-process cache only, retrying every %g s",
-                self.url,
-                self._error,
-                self.retry_backoff_s,
-            )
 
     # ------------------------------------------------------------------ operations
     def ping(self) -> bool:
         """Probe Redis if allowed now (always when up, once per backoff when down); True when it answered."""
-        if not self._claim():
+        if not self.state.claim():
             return False
         try:
             self._client.ping()
-        except _UNREACHABLE as exc:
-            self._failed(exc)
+        except (redis.exceptions.RedisError, OSError) as exc:  # any error to a PING (e.g. "DB index is out of
+            self.state.failed(exc)  # range" from a wrong /db in the URL) leaves Redis unusable for us
             return False
-        self._succeeded()
+        self.state.succeeded()
         return True
 
     def get(self, key: str) -> bytes | None:
@@ -130,29 +162,25 @@ class RedisTier:
 
     def _call(self, op: str, key: str, fn: Callable[[], object]) -> object | None:
         """Run one command; None while down, when unreachable (marks the tier down) or on any other Redis error
-        (the server answered, so it stays up)."""
-        if not self._claim():
+        (the server answered, but that is no sign it is usable again: a probe while down stays down)."""
+        if not self.state.claim():
             return None
         try:
             result = fn()
         except _UNREACHABLE as exc:
-            self._failed(exc)
+            self.state.failed(exc)
             return None
         except redis.exceptions.RedisError as exc:
             logger.debug("Redis %s %s failed: %s", op, key, exc)
-            self._succeeded()
             return None
-        self._succeeded()
+        self.state.succeeded()
         return result
 
     def health(self) -> dict[str, object]:
         """{"configured": True, "ok", "error", "url"}; probes first if a retry is due, so it can report recovery."""
-        with self._lock:
-            due = not self._ok and self._clock() >= self._retry_at
-        if due:
+        if self.state.probe_due():
             self.ping()
-        with self._lock:
-            return {"configured": True, "ok": self._ok, "error": self._error, "url": self.url}
+        return {"configured": True, "ok": self.state.ok, "error": self.state.error, "url": self.url}
 
     def close(self) -> None:
         self._client.close()

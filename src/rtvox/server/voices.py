@@ -1,7 +1,10 @@
 """Voices as the API sees them: built-ins, OpenAI's voice names mapped onto built-ins, and clones.
 
 Clones are kept by the runtime's VoiceStore (one atomically written file each, so they survive restarts). With a
-Redis URL the clone table is also shared: a clone made on one server is found by the others on first use.
+Redis URL the clone table is also shared: a clone made on one server is found by the others on first use. Redis is
+never needed by a request: while it is away the table is skipped (one probe per backoff, as the embedding tier's),
+and once it answers again what this process could not share (clones made, deletes done) is caught up; if the table
+is gone (a Redis restarted empty) every local clone is published again.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import redis
 
 from rtvox.errors import AudioInputError, InputError, VoiceNotFoundError
+from rtvox.runtime.cache_redis import DEFAULT_RETRY_BACKOFF_S, RedisState, redact_url
 from rtvox.runtime.synthesizer import Synthesizer
 from rtvox.runtime.types import SynthesisRequest, SynthesisResult, Voice
 from rtvox.runtime.voices import CLONE_SUFFIX, OPENAI_VOICES, clone_from_payload, clone_payload, validate_voice_name
@@ -73,14 +78,27 @@ class VoiceRegistry:
         self.aliases = map_openai_voices([v for v in self.store.list() if v.builtin])
         self._worker: ThreadPoolExecutor | None = None  # made on first use, so a restarted app gets a new one
         self._redis: Any = None
+        self._own_state: RedisState | None = None
+        self._synced_outages = -1  # the RedisState outage count last caught up with (-1: never reached Redis)
+        self._unshared: set[str] = set()  # clones made while the table could not be written
+        self._undeleted: set[str] = set()  # clones deleted meanwhile: their entries would bring them back
+        self._catching_up: asyncio.Task[Any] | None = None
         if redis_url:
             import redis.asyncio as aioredis
+            from redis.asyncio.retry import Retry
+            from redis.backoff import NoBackoff
 
             self._redis = aioredis.from_url(
-                redis_url, socket_timeout=REDIS_TIMEOUT_S, socket_connect_timeout=REDIS_TIMEOUT_S
+                redis_url,
+                socket_timeout=REDIS_TIMEOUT_S,
+                socket_connect_timeout=REDIS_TIMEOUT_S,
+                retry=Retry(NoBackoff(), 0),  # one failure means "down"; the state's backoff decides the next try
             )
+            self._own_state = RedisState(redact_url(redis_url), DEFAULT_RETRY_BACKOFF_S)
 
     async def close(self) -> None:
+        if self._catching_up is not None:
+            self._catching_up.cancel()
         if self._worker is not None:
             self._worker.shutdown(wait=False, cancel_futures=True)
             self._worker = None
@@ -101,6 +119,7 @@ class VoiceRegistry:
         except InputError:
             is_id = False
         if is_id and self._known(name):
+            self._catch_up_soon()
             return name
         if is_id and await self._fetch_shared(name):
             return name
@@ -212,21 +231,77 @@ class VoiceRegistry:
         shared = await self._redis_call("hdel", REDIS_VOICES_KEY, voice_id)
         if self._known(voice_id):
             self.store.remove(voice_id)
+            if shared is None and self._redis is not None:  # Redis away: its entry would bring the voice back
+                self._undeleted.add(voice_id)
+                self._unshared.discard(voice_id)
         elif not shared:
             raise VoiceNotFoundError(f"no cloned voice with id {voice_id!r}", param="voice_id")
 
     # ------------------------------------------------------------------ Redis sharing
+    def _state(self) -> RedisState:
+        """The embedding tier's state when the service has one (one view of Redis per process: what either meets,
+        /health reports and both skip), else this registry's own."""
+        tier = self.synth.embedding_cache.redis
+        if tier is not None:
+            return tier.state
+        assert self._own_state is not None
+        return self._own_state
+
     async def _redis_call(self, method: str, *args: Any) -> Any:
+        """One command on the voice table; None without Redis, while it is down, or on any Redis error (which
+        marks it down: a table that answers with errors, e.g. a wrong password or db, is as good as away)."""
         if self._redis is None:
             return None
-        try:
-            return await getattr(self._redis, method)(*args)
-        except Exception as exc:  # redis raises many types (connection, timeout, protocol): all mean "carry on"
-            log.warning("redis voice table unavailable (%s: %s); using local voices only", type(exc).__name__, exc)
+        state = self._state()
+        if not state.claim():
             return None
+        try:
+            if state.outages != self._synced_outages:  # first, so a lookup cannot adopt a voice deleted meanwhile
+                await self._catch_up(state.outages)
+            result = await getattr(self._redis, method)(*args)
+        except (redis.exceptions.RedisError, OSError) as exc:  # OSError: TimeoutError, refused sockets
+            state.failed(exc)
+            return None
+        state.succeeded()
+        return result
+
+    def _catch_up_soon(self) -> None:
+        """If this process has not caught up with Redis since its last outage (or ever), do it in the background:
+        a request for a local clone needs no Redis, so it neither waits for this nor pays a timeout."""
+        if self._redis is None or self._state().outages == self._synced_outages:
+            return
+        if self._catching_up is None or self._catching_up.done():
+            self._catching_up = asyncio.get_running_loop().create_task(self._redis_call("exists", REDIS_VOICES_KEY))
+
+    async def _catch_up(self, outages: int) -> None:
+        """After this process first reaches Redis, or reaches it again after an outage: share what it could not.
+        HSETNX never overwrites an entry another server wrote meanwhile."""
+        self._synced_outages = outages
+        pending, self._unshared = self._unshared, set()
+        undeleted, self._undeleted = self._undeleted, set()
+        try:
+            if not await self._redis.exists(REDIS_VOICES_KEY):  # new or emptied Redis: publish every local clone
+                pending = {v.name for v in self.store.list() if not v.builtin}
+            clones = [v for v in self.store.list() if v.name in pending and not v.builtin]
+            if clones or undeleted:
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for voice in clones:
+                        pipe.hsetnx(REDIS_VOICES_KEY, voice.name, json.dumps(clone_payload(voice)))
+                    for name in undeleted:
+                        pipe.hdel(REDIS_VOICES_KEY, name)
+                    await pipe.execute()
+        except BaseException:
+            self._synced_outages = -1  # try again on the next call that reaches Redis
+            self._unshared |= pending
+            self._undeleted |= undeleted
+            raise
+        if clones or undeleted:
+            log.info("shared %d clone(s) and %d delete(s) with Redis", len(clones), len(undeleted))
 
     async def _share(self, voice: Voice) -> None:
-        await self._redis_call("hset", REDIS_VOICES_KEY, voice.name, json.dumps(clone_payload(voice)))
+        payload = json.dumps(clone_payload(voice))
+        if await self._redis_call("hset", REDIS_VOICES_KEY, voice.name, payload) is None and self._redis is not None:
+            self._unshared.add(voice.name)
 
     async def _fetch_shared(self, name: str) -> bool:
         blob = await self._redis_call("hget", REDIS_VOICES_KEY, name)
