@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import hashlib
 import io
+import itertools
 import json
+import os
 import re
 import shutil
 import sys
@@ -47,6 +50,7 @@ MANIFEST = "manifest.json"
 PARTS_SUFFIX = ".parts"
 _FORMAT_VERSION = 1
 PROGRESS_MIN_CHARS = 400  # shorter documents get no progress bar
+_ATOMIC_TEMP = re.compile(r"[a-z0-9_]{8}\.tmp")  # after ".NAME.": tempfile.mkstemp's 8 random characters
 
 
 def synthesize_many(
@@ -62,7 +66,9 @@ def synthesize_many(
 
     Each result equals `synth.synthesize` of the same request (up to float rounding): same prepare, same step.
     `fronts`: the frontend's results for the requests' texts, in the same order, when the caller has them already
-    (a document's segments: the frontend runs once per segment).
+    (a document's segments: the frontend runs once per segment). A request that cannot be spoken (nothing
+    speakable, an unknown voice) stops the batch with its InputError, its message led by "request N of the
+    batch" (from 0); results of earlier windows have been yielded by then.
     """
     if max_batch < 1:
         raise ValueError(f"max_batch must be at least 1, got {max_batch}")
@@ -74,13 +80,19 @@ def synthesize_many(
     it = iter(requests)
     front_it = iter(fronts) if fronts is not None else None
     end = object()  # not None: a None item is an error, not the end
-    while True:
+    for position in itertools.count():
         item = next(it, end)
         if item is not end and not isinstance(item, SynthesisRequest):
-            raise InputError(f"synthesize_many takes SynthesisRequest items, got {type(item).__name__}")
+            raise InputError(
+                f"synthesize_many takes SynthesisRequest items, got {type(item).__name__} at item {position}"
+            )
         request = item if isinstance(item, SynthesisRequest) else None
         if request is not None:
-            pending.append(synth.prepare(request, next(front_it) if front_it is not None else None))
+            front = next(front_it) if front_it is not None else None
+            try:
+                pending.append(synth.prepare(request, front))
+            except InputError as e:  # same type and param, and which of many requests it was
+                raise type(e)(f"request {position} of the batch: {e}", param=e.param) from e
             known += len(pending[-1].chunks)
             if sum(len(p.chunks) for p in pending) < window_chunks:
                 continue
@@ -223,15 +235,31 @@ def _parts_folder(output: Path) -> Iterator[Path]:
     with open(lock_path, "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # a run that ended between our open and our lock removed the file we opened: a lock on it would
+            # not keep out the next run, which opens a new file at the same path
+            if not _same_file(lock.fileno(), lock_path):
+                raise BlockingIOError
         except BlockingIOError:
             raise InputError(
                 f"another rtvox run is writing {output} right now; wait for it or choose another output",
                 param="output",
             ) from None
+        # a run killed (SIGKILL, power) during its final encode left that encode's temp file beside the output
+        # (rtvox.fsutil.atomic_open's `.NAME.XXXXXXXX.tmp`); holding this output's lock, it is a dead run's
+        for stale in output.parent.glob(f".{glob.escape(output.name)}.*.tmp"):
+            if _ATOMIC_TEMP.fullmatch(stale.name[len(output.name) + 2 :]) and stale.is_file():
+                stale.unlink(missing_ok=True)
         try:
             yield output.with_name(output.name + PARTS_SUFFIX)
         finally:
             lock_path.unlink(missing_ok=True)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False
 
 
 def _speak_segments(
@@ -260,23 +288,47 @@ def _speak_segments(
     def part(i: int) -> Path:
         return parts / f"segment-{i:06d}.npy"
 
-    todo = [i for i in range(len(segments)) if not part(i).is_file()]
-    done = len(segments) - len(todo)
+    done = sum(part(i).is_file() for i in range(len(segments)))
     if progress is not None:
         progress(done, len(segments))
-    requests = (replace(base, text=segments[i]) for i in todo)
-    # parts saved often (one batch per window)
-    results = synthesize_many(synth, requests, max_batch=max_batch, window_batches=1, fronts=(fronts[i] for i in todo))
-    for i, result in zip(todo, results, strict=True):
-        buffer = io.BytesIO()
-        np.save(buffer, result.audio.astype(np.float32))
-        atomic_write_bytes(part(i), buffer.getvalue())  # a segment is either whole on disk or absent
-        done += 1
-        if progress is not None:
-            progress(done, len(segments))
+    # A chunk's audio depends, in float rounding, on the batch it shares, so the windows (one batch each: parts are
+    # saved often) are drawn from the whole document, never from what is left to do: a resumed run batches every
+    # segment as an uninterrupted run does and writes the same file. A window a kill split between its part writes
+    # is synthesized again whole; only its missing parts are written.
+    for window in _windows([len(front.chunks) for front in fronts], max_batch):
+        if all(part(i).is_file() for i in window):
+            continue
+        requests = [replace(base, text=segments[i]) for i in window]
+        whole = sum(len(fronts[i].chunks) for i in window) // max_batch + 1  # the window is not cut again
+        results = synthesize_many(
+            synth, requests, max_batch=max_batch, window_batches=whole, fronts=[fronts[i] for i in window]
+        )
+        for i, result in zip(window, results, strict=True):
+            if part(i).is_file():
+                continue
+            buffer = io.BytesIO()
+            np.save(buffer, result.audio.astype(np.float32))
+            atomic_write_bytes(part(i), buffer.getvalue())  # a segment is either whole on disk or absent
+            done += 1
+            if progress is not None:
+                progress(done, len(segments))
     samples = _write_parts(output, fmt, [part(i) for i in range(len(segments))], write_progress)
     shutil.rmtree(parts)  # only once the output is whole
     return samples / SAMPLE_RATE
+
+
+def _windows(chunks: Sequence[int], max_batch: int) -> list[list[int]]:
+    """Segment indices grouped in order into windows of at least `max_batch` chunks (the last may have fewer): the
+    windows `synthesize_many` with `window_batches=1` forms over the whole document."""
+    windows: list[list[int]] = [[]]
+    total = 0
+    for i, n in enumerate(chunks):
+        if total >= max_batch:
+            windows.append([])
+            total = 0
+        windows[-1].append(i)
+        total += n
+    return [w for w in windows if w]
 
 
 def _write_parts(output: Path, fmt: str, parts: list[Path], progress: ProgressFn | None) -> int:
