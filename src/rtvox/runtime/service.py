@@ -139,7 +139,6 @@ class ServiceStats:
         self._recent: deque[float] = deque(maxlen=RECENT_SAMPLES)
         self.audio_seconds = 0.0  # audio delivered to callers
         self.chunks = 0  # chunks delivered to callers
-        self.internal = 0  # the service's own renders (a clone's calibration), outside every figure above
 
     def outcome(self, name: str) -> None:
         assert name in self.outcomes, name
@@ -173,7 +172,6 @@ class ServiceStats:
             "requests": dict(self.outcomes),
             "chunks_delivered": self.chunks,
             "audio_seconds_delivered": self.audio_seconds,
-            "internal_renders": self.internal,
             "ttfa": self.ttfa_snapshot(),
         }
 
@@ -234,6 +232,7 @@ class TTSService:
         self._started = False
         self._saved_switch_interval: float | None = None  # the interpreter's, while gil_switch_interval_ms is set
         self.stats_counters = ServiceStats()
+        self.internal_counters = ServiceStats()  # the service's own renders (a clone's calibration), apart
 
     # ------------------------------------------------------------------ life cycle
     async def start(self) -> None:
@@ -316,53 +315,49 @@ class TTSService:
         Raises from the iterator: TextError / InputError found by the frontend or the phoneme / audio limits,
         DeadlineExceededError, EngineFailedError. Closing the iterator early cancels the request at once.
         """
-        return self._admit(request, deadline_s, counted=True)
+        return self._admit(request, deadline_s, self.stats_counters)
 
     def _admit(
-        self, request: SynthesisRequest, deadline_s: float | None, *, counted: bool
+        self, request: SynthesisRequest, deadline_s: float | None, stats: ServiceStats
     ) -> AsyncIterator[AudioChunk]:
-        """stream()'s checks; `counted`: the request's outcome, TTFA and audio go into the request metrics."""
+        """stream()'s checks; `stats`: the counters that take the request's outcome, TTFA and audio."""
         if not self._accepting:
             raise ServiceUnavailableError("the service is not running; call start() first (or it is stopping)")
         if len(request.text) > self.config.max_chars:
-            if counted:
-                self.stats_counters.outcome("invalid")
+            stats.outcome("invalid")
             raise TextError(
                 f"text is {len(request.text)} characters, over this server's limit of {self.config.max_chars}; "
                 "split it into several requests",
                 param="input",
             )
         if len(self._streams) >= self.config.max_queue:
-            if counted:
-                self.stats_counters.outcome("rejected")
+            stats.outcome("rejected")
             raise QueueFullError(
                 self._scheduler.retry_after_s(), queued=len(self._streams), limit=self.config.max_queue
             )
         budget = self.config.default_deadline_s if deadline_s is None else deadline_s
         if budget is not None and not budget > 0:
             raise InputError(f"deadline_s must be > 0, got {budget}", param="deadline_s")
-        return self._run_stream(request, budget, counted=counted)
+        return self._run_stream(request, budget, stats)
 
     async def synthesize(
         self, request: SynthesisRequest, *, deadline_s: float | None = None, internal: bool = False
     ) -> SynthesisResult:
         """The whole utterance at once (same path and limits as stream()). `internal`: the service's own work (a
-        clone's calibration renders): counted in `ServiceStats.internal`, not in the request outcomes, TTFA or
-        audio delivered that the metrics report."""
-        if internal:
-            self.stats_counters.internal += 1
-        chunks = tuple([c async for c in self._admit(request, deadline_s, counted=not internal)])
+        clone's calibration renders), counted in `internal_counters` (stats()["internal_renders"]), not in the request
+        figures the metrics report."""
+        stats = self.internal_counters if internal else self.stats_counters
+        chunks = tuple([c async for c in self._admit(request, deadline_s, stats)])
         audio = np.concatenate([c.audio for c in chunks]) if chunks else np.zeros(0, np.float32)
         return SynthesisResult(audio=audio, sample_rate=SAMPLE_RATE, chunks=chunks)
 
     async def _run_stream(
-        self, request: SynthesisRequest, budget: float | None, *, counted: bool = True
+        self, request: SynthesisRequest, budget: float | None, stats: ServiceStats
     ) -> AsyncIterator[AudioChunk]:
         # The slot is taken when iteration starts (an iterator never started never runs its cleanup), so the
         # admission check is repeated here for streams created together and started later.
         if len(self._streams) >= self.config.max_queue:
-            if counted:
-                self.stats_counters.outcome("rejected")
+            stats.outcome("rejected")
             raise QueueFullError(
                 self._scheduler.retry_after_s(), queued=len(self._streams), limit=self.config.max_queue
             )
@@ -388,10 +383,9 @@ class TTSService:
                 if isinstance(item, BaseException):
                     raise item
                 assert isinstance(item, AudioChunk)
-                if counted:
-                    if item.index == 0:
-                        self.stats_counters.ttfa(time.monotonic() - stream.arrival)
-                    self.stats_counters.delivered(item.seconds)
+                if item.index == 0:
+                    stats.ttfa(time.monotonic() - stream.arrival)
+                stats.delivered(item.seconds)
                 if stream.deadline is not None and self.config.deadline_follows_audio:
                     stream.deadline += item.seconds
                     self._scheduler.extend_deadline(stream.request_id, stream.deadline)
@@ -412,8 +406,7 @@ class TTSService:
             # Frees the queue slot and the scheduler state at once; a batch in flight drops this request's result.
             self._streams.pop(stream.request_id, None)
             self._scheduler.cancel(stream.request_id)
-            if counted:
-                self.stats_counters.outcome(outcome)
+            stats.outcome(outcome)
 
     async def _until_deadline(self, stream: _Stream, aw: Any) -> Any:
         if stream.deadline is None:
@@ -547,5 +540,6 @@ class TTSService:
             },
             cache=self.synthesizer.embedding_cache.stats(),
             fallback_steps=0 if self._executor is None else self._executor.fallback_steps,
+            internal_renders=sum(self.internal_counters.outcomes.values()),
         )
         return out
