@@ -280,9 +280,10 @@ class VoiceRegistry:
         pending, self._unshared = self._unshared, set()
         undeleted, self._undeleted = self._undeleted, set()
         try:
+            local = [v for v in self.store.list() if not v.builtin]  # the store read once (files on disk)
             if not await self._redis.exists(REDIS_VOICES_KEY):  # new or emptied Redis: publish every local clone
-                pending = {v.name for v in self.store.list() if not v.builtin}
-            clones = [v for v in self.store.list() if v.name in pending and not v.builtin]
+                pending = {v.name for v in local}
+            clones = [v for v in local if v.name in pending]
             if clones or undeleted:
                 async with self._redis.pipeline(transaction=False) as pipe:
                     for voice in clones:
