@@ -57,7 +57,12 @@ def test_a_hung_redis_costs_one_timeout_not_one_per_request(
     tmp_path: Path,
     redis_server: RedisServer,  # noqa: F811
     caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # A backoff longer than the loop below takes on a busy 2-core machine: every request in it falls inside the
+    # first probe's backoff, so any wait on Redis there would be a second timeout, not the next scheduled probe.
+    backoff_s = 5.0
+    monkeypatch.setattr(cache_redis, "DEFAULT_RETRY_BACKOFF_S", backoff_s)
     with _server(tiny_model, tmp_path / "a", redis_server.url) as a:
         assert redis_server.proc is not None
         redis_server.proc.send_signal(signal.SIGSTOP)
@@ -79,7 +84,9 @@ def test_a_hung_redis_costs_one_timeout_not_one_per_request(
             assert len(unreachable) == 1  # one warning per outage, not one per request
         finally:
             redis_server.proc.send_signal(signal.SIGCONT)
-        time.sleep(BACKOFF_S + 0.1)
+        loop_s = time.perf_counter() - first
+        assert loop_s < backoff_s, loop_s  # the loop stayed inside the backoff, as the bound above assumes
+        time.sleep(first_s + backoff_s - loop_s + 0.1)  # the backoff runs from the failed probe's end
         assert _cache_health(a.url)["status"] == "redis-up"
 
 

@@ -10,6 +10,7 @@ On the CPU the bf16 copy's linears hold their weight pre-reordered for oneDNN (`
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
@@ -50,11 +51,25 @@ class PackedLinear(nn.Module):
         return out
 
 
+@functools.cache
+def can_pack_bf16_linears() -> bool:
+    """Whether this torch build and CPU run oneDNN's packed bf16 linear. Builds without it lack the op; CPUs
+    without AVX-512 (BW/VL/DQ) or AVX-NE-CONVERT have the op, which then refuses to reorder a bf16 weight (a plain
+    bf16 linear still runs there, emulated). Asked once, of a 1x1 weight, so the answer is the machine's own."""
+    if not torch.backends.mkldnn.is_available() or not hasattr(torch.ops.mkldnn, "_linear_pointwise"):
+        return False
+    try:
+        torch.ops.mkldnn._reorder_linear_weight(torch.zeros(1, 1, dtype=torch.bfloat16), 1)
+    except RuntimeError:
+        return False
+    return True
+
+
 def prepack_linears(net: nn.Module) -> int:
     """Swap every bf16 nn.Linear of `net` (a CPU engine's own copy) for a PackedLinear; returns how many.
-    fp32 islands keep their plain linears. Where this torch build has no oneDNN bf16 linear, nothing changes.
+    fp32 islands keep their plain linears. Where this torch build or CPU has no oneDNN bf16 linear, nothing changes.
     (Convolutions are not packed: a packed bf16 conv weight ran ~28 ms instead of 0.2 ms below ~96 frames.)"""
-    if not torch.backends.mkldnn.is_available() or not hasattr(torch.ops.mkldnn, "_linear_pointwise"):
+    if not can_pack_bf16_linears():
         return 0
     swaps = [
         (parent, name, child)
