@@ -429,6 +429,14 @@ def test_graphs_backend_and_frontend_processes_serve_like_the_synthesizer(
         stats = service.stats()
         assert stats["requests"]["ok"] == 2 * len(TEXTS) and stats["fallback_steps"] >= 1
         assert service._executor is not None and service._executor.split_steps == (depth > 1)
+        primary = service.health()["engines"]["primary"]
+        assert primary["backend"] == "graphs"  # the captured programs are what serve, and /health says so
+        assert primary["modules"] == {
+            "acoustic_encode": "graphs-float32",
+            "acoustic_decode": "graphs-float32",  # bf16 on a GPU; the CPU pipeline keeps the synthesizer's dtype
+            "vocoder": "graphs-float32",
+        }
+        assert primary["outside_profile"] == dict.fromkeys(primary["modules"], "eager-float32")
         await service.stop()
 
     run(main)

@@ -75,11 +75,7 @@ class EngineSet:
             "device": str(self.synth.device),
             "backend": self.synth.backend,
             "fused_frames": bool(getattr(self.synth, "fused_frames", False)),
-            # what each module runs on (backend "auto" picks per module): {"vocoder": "eager-bfloat16", ...}
-            "modules": {
-                name: f"{engine.backend}-{str(engine.dtype).removeprefix('torch.')}"
-                for name, engine in (getattr(self.synth, "engines", None) or {}).items()
-            },
+            **engine_modules(self.synth),
             "healthy": self.healthy,
             "warmed": self.warmed,
             "rebuilding": self.rebuilding,
@@ -90,6 +86,23 @@ class EngineSet:
             "busy_s": round(self.busy_s, 4),
             "step_s": round(self.step_s, 4),
         }
+
+
+def engine_modules(synth: StepRunner) -> dict[str, dict[str, str]]:
+    """What each module runs on, for /health: {"modules": {"vocoder": "eager-bfloat16", ...}} (backend "auto"
+    picks per module). Under the captured pipeline (backend "graphs") its programs serve the requests, so they are
+    the modules ("graphs-float32" for the encoder, "graphs-bfloat16" for the frame-rate half on a GPU), and the
+    eager engines beside them, which serve only what falls outside its shape profile, are listed apart."""
+    engines = {
+        name: f"{engine.backend}-{str(engine.dtype).removeprefix('torch.')}"
+        for name, engine in (getattr(synth, "engines", None) or {}).items()
+    }
+    pipeline = getattr(synth, "pipeline", None)
+    if pipeline is None:
+        return {"modules": engines}
+    frames = f"graphs-{pipeline.info['dtype']}"
+    modules = {"acoustic_encode": f"graphs-{pipeline.info['encode_dtype']}", "acoustic_decode": frames}
+    return {"modules": {**modules, "vocoder": frames}, "outside_profile": engines}
 
 
 def warm_up(synth: StepRunner) -> None:
