@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -172,50 +173,61 @@ def speak(
                 "@FILE with -o FILE and no --duration: a document is spoken in resumable parts, at any length",
                 param="text",
             )
-        synth = Synthesizer(model, device=device, backend=backend, lexicon=Lexicon.load(lexicon) if lexicon else None)
-        settings: dict[str, Any] = {
-            "voice": voice,
-            **({} if ref is None else synth.speaker_profile(ref)),
-            "emotion": emotion,
-            "emotion_alpha": emotion_alpha,
-            "speed": speed,
-            "duration": duration,
-            "pitch_scale": pitch_scale,
-            "energy_scale": energy_scale,
-            "max_chars": CLI_MAX_CHARS,
-        }
-        if voice is not None:  # a clone's timbre, for every path below (the document path builds its own requests)
-            settings["speaker_timbre"] = synth.voice_timbre(voice)
-        if document:
-            from rtvox.runtime.offline import PARTS_SUFFIX, speak_file
+        with contextlib.ExitStack() as held:
+            if document:  # one run per output: a second is refused here, before the model loads
+                from rtvox.runtime.offline import output_lock
 
-            try:
-                seconds = speak_file(synth, content, output, fmt_name, settings, emotion_ref)
-            except KeyboardInterrupt:  # said, since a folder the user did not name stays behind
-                parts = output.with_name(output.name + PARTS_SUFFIX)
-                kept = f"; finished segments wait in {parts}/: run the same command to resume" if parts.is_dir() else ""
-                typer.echo(f"interrupted: {output} was not written{kept}", err=True)
-                raise typer.Exit(130) from None
-            typer.echo(f"wrote {output} ({seconds:.2f} s)", err=True)
-            return
-        pieces = []
-        quiet = len(content) < PROGRESS_MIN_CHARS
-        with tqdm(desc="synthesizing", unit="chunk", disable=quiet, file=sys.stderr) as bar:
-            for chunk in synth.stream(content, emotion_ref=emotion_ref, **settings):
-                pieces.append(chunk.audio)
-                for warning in chunk.warnings:  # text left out (a script rtvox cannot read): say so, go on
-                    tqdm.write(f"warning: not spoken: {warning}", file=sys.stderr)
-                bar.update(1)
-        audio = np.concatenate(pieces)
-        if to_stdout:
-            from rtvox.audio import encode_audio
+                held.enter_context(output_lock(output))
+            synth = Synthesizer(
+                model, device=device, backend=backend, lexicon=Lexicon.load(lexicon) if lexicon else None
+            )
+            settings: dict[str, Any] = {
+                "voice": voice,
+                **({} if ref is None else synth.speaker_profile(ref)),
+                "emotion": emotion,
+                "emotion_alpha": emotion_alpha,
+                "speed": speed,
+                "duration": duration,
+                "pitch_scale": pitch_scale,
+                "energy_scale": energy_scale,
+                "max_chars": CLI_MAX_CHARS,
+            }
+            if voice is not None:  # a clone's timbre, for every path below (the document path builds its own requests)
+                settings["speaker_timbre"] = synth.voice_timbre(voice)
+            if document:
+                from rtvox.runtime.offline import PARTS_SUFFIX, speak_file
 
-            sys.stdout.buffer.write(encode_audio(audio, SAMPLE_RATE, fmt_name))
-            sys.stdout.buffer.flush()
-            typer.echo(f"wrote {len(audio) / SAMPLE_RATE:.2f} s of {fmt_name} to stdout", err=True)
-            return
-        write_audio(output, audio, SAMPLE_RATE, fmt=fmt_name)
-        typer.echo(f"wrote {output} ({len(audio) / SAMPLE_RATE:.2f} s)", err=True)
+                try:
+                    seconds = speak_file(synth, content, output, fmt_name, settings, emotion_ref, locked=True)
+                except KeyboardInterrupt:  # said, since a folder the user did not name stays behind
+                    parts = output.with_name(output.name + PARTS_SUFFIX)
+                    kept = (
+                        f"; finished segments wait in {parts}/: run the same command to resume"
+                        if parts.is_dir()
+                        else ""
+                    )
+                    typer.echo(f"interrupted: {output} was not written{kept}", err=True)
+                    raise typer.Exit(130) from None
+                typer.echo(f"wrote {output} ({seconds:.2f} s)", err=True)
+                return
+            pieces = []
+            quiet = len(content) < PROGRESS_MIN_CHARS
+            with tqdm(desc="synthesizing", unit="chunk", disable=quiet, file=sys.stderr) as bar:
+                for chunk in synth.stream(content, emotion_ref=emotion_ref, **settings):
+                    pieces.append(chunk.audio)
+                    for warning in chunk.warnings:  # text left out (a script rtvox cannot read): say so, go on
+                        tqdm.write(f"warning: not spoken: {warning}", file=sys.stderr)
+                    bar.update(1)
+            audio = np.concatenate(pieces)
+            if to_stdout:
+                from rtvox.audio import encode_audio
+
+                sys.stdout.buffer.write(encode_audio(audio, SAMPLE_RATE, fmt_name))
+                sys.stdout.buffer.flush()
+                typer.echo(f"wrote {len(audio) / SAMPLE_RATE:.2f} s of {fmt_name} to stdout", err=True)
+                return
+            write_audio(output, audio, SAMPLE_RATE, fmt=fmt_name)
+            typer.echo(f"wrote {output} ({len(audio) / SAMPLE_RATE:.2f} s)", err=True)
 
     _run(body)
 

@@ -250,3 +250,31 @@ def test_speak_to_stdout_and_to_a_device(tiny_model: Path) -> None:
         timeout=300,
     )
     assert bad.returncode == 2 and b"standard input is not UTF-8 text" in bad.stderr
+
+
+def test_a_second_run_of_the_same_document_is_refused_before_the_model_loads(
+    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+
+    import rtvox.runtime
+
+    book, out = tmp_path / "book.txt", tmp_path / "book.wav"
+    book.write_text("One sentence.\nAnother one.\n", encoding="utf-8")
+
+    def no_model(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the model loaded before the output's lock was asked for")
+
+    monkeypatch.setattr(rtvox.runtime, "Synthesizer", no_model)
+    with open(tmp_path / ".book.wav.lock", "w") as held:  # another run holds this output
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        result = runner.invoke(app, ["speak", f"@{book}", "-o", str(out), "--model", str(tiny_model)])
+    assert result.exit_code != 0
+    assert f"another rtvox run is writing {out}" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".book.wav.lock", "book.txt"]  # the holder's file only
+    monkeypatch.undo()
+    result = runner.invoke(app, ["speak", f"@{book}", "-o", str(out), "--model", str(tiny_model)])
+    assert result.exit_code == 0, result.output  # once free, the same command runs and leaves no lock behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["book.txt", "book.wav"]
+    wav, sr = decode_audio(out)
+    assert sr == SAMPLE_RATE and wav.size > 0

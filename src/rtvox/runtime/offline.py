@@ -155,14 +155,17 @@ def split_document(text: str, max_chars: int) -> list[str]:
 
 
 def _fingerprint(synth: Synthesizer, segments: Sequence[str], base: SynthesisRequest) -> str:
-    """What the saved segments depend on: text, settings, the model's weights, the voice's embedding (a clone
-    re-made under the same name is another voice) and the lexicon; a change restarts from scratch."""
+    """What the saved segments depend on: text, settings, the model's weights, the engines (backend, device,
+    dtype), the voice's embedding (a clone re-made under the same name is another voice) and the lexicon; a change
+    restarts from scratch."""
     digest = hashlib.sha256()
     try:
         model = model_hash(synth.model_dir)
     except ModelError:  # a family without the bundle's layout: its folder stands in
         model = str(synth.model_dir.resolve())
-    for value in (str(_FORMAT_VERSION), model, synth.backend, *segments):
+    # the engines' device and precision too: a run resumed on another device or dtype would join audio rendered
+    # by two engine builds (close, not equal), where a resumed document is otherwise byte-equal to one run
+    for value in (str(_FORMAT_VERSION), model, synth.backend, str(synth.device), str(synth.dtype), *segments):
         digest.update(value.encode() + b"\0")
     lexicon = synth.frontend.lexicon
     for table in (lexicon.zh, lexicon.en):
@@ -188,6 +191,7 @@ def speak_document(
     progress: ProgressFn | None = None,
     warn: Callable[[str], None] | None = None,
     write_progress: ProgressFn | None = None,
+    locked: bool = False,
 ) -> float:
     """Synthesize a long text into `output`, resumable; returns the audio seconds written.
 
@@ -196,6 +200,7 @@ def speak_document(
     frontend leaves out goes to `warn`; a segment with nothing speakable (a line of emoji) is skipped, and only
     a document with nothing speakable at all is an error. `progress` gets (segments synthesized, segments);
     `write_progress` then (segments encoded into the output, segments): encoding a long mp3 takes minutes.
+    `locked`: the caller holds `output_lock(output)` (else this run takes it).
     """
 
     segments, fronts = [], []
@@ -210,7 +215,7 @@ def speak_document(
     if not segments:
         synth.prepare(replace(base, text=text))  # raises the frontend's "nothing to speak" TextError
     fingerprint = _fingerprint(synth, segments, base)
-    with _parts_folder(output) as parts:
+    with _parts_folder(output, locked) as parts:
         try:
             return _speak_segments(
                 synth, segments, fronts, output, fmt, base, parts, fingerprint, max_batch, progress, write_progress
@@ -222,14 +227,13 @@ def speak_document(
 
 
 @contextlib.contextmanager
-def _parts_folder(output: Path) -> Iterator[Path]:
-    """Where a document's finished segments wait: `<output>.parts` beside the output, held by one run at a time (a
-    second run of the same output, which would delete the first's parts when its settings differ or race it for
-    them, is refused at once instead of failing at the end). A device or FIFO output (/dev/null, a pipe) gets
-    nothing written beside it: its parts live in a temporary folder for this run only (no resume), no lock."""
+def output_lock(output: Path) -> Iterator[None]:
+    """Hold `output` for this run: a second run of the same output, which would delete the first's parts when its
+    settings differ or race it for them, is refused at once (an InputError) instead of failing at the end. The CLI
+    takes it before loading the model, so the refusal costs nothing; speak_document takes it itself otherwise. A
+    device or FIFO output (/dev/null, a pipe) is not locked (nothing is written beside it)."""
     if output.exists() and not output.is_file():
-        with tempfile.TemporaryDirectory(prefix="rtvox-parts-") as tmp:
-            yield Path(tmp) / (output.name + PARTS_SUFFIX)
+        yield
         return
     lock_path = output.with_name(f".{output.name}.lock")
     with open(lock_path, "w") as lock:
@@ -250,9 +254,22 @@ def _parts_folder(output: Path) -> Iterator[Path]:
             if _ATOMIC_TEMP.fullmatch(stale.name[len(output.name) + 2 :]) and stale.is_file():
                 stale.unlink(missing_ok=True)
         try:
-            yield output.with_name(output.name + PARTS_SUFFIX)
+            yield
         finally:
             lock_path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _parts_folder(output: Path, locked: bool) -> Iterator[Path]:
+    """Where a document's finished segments wait: `<output>.parts` beside the output, under the output's lock
+    (taken here unless the caller holds it: `locked`). A device or FIFO output gets nothing written beside it: its
+    parts live in a temporary folder for this run only (no resume)."""
+    if output.exists() and not output.is_file():
+        with tempfile.TemporaryDirectory(prefix="rtvox-parts-") as tmp:
+            yield Path(tmp) / (output.name + PARTS_SUFFIX)
+        return
+    with contextlib.nullcontext() if locked else output_lock(output):
+        yield output.with_name(output.name + PARTS_SUFFIX)
 
 
 def _same_file(fd: int, path: Path) -> bool:
@@ -346,10 +363,17 @@ def _write_parts(output: Path, fmt: str, parts: list[Path], progress: ProgressFn
 
 
 def speak_file(
-    synth: Synthesizer, text: str, output: Path, fmt: str, settings: dict[str, Any], emotion_ref: Path | None
+    synth: Synthesizer,
+    text: str,
+    output: Path,
+    fmt: str,
+    settings: dict[str, Any],
+    emotion_ref: Path | None,
+    *,
+    locked: bool = False,
 ) -> float:
     """`rtvox speak @file`: speak_document with the CLI's settings; progress bars on stderr (synthesizing, then
-    writing <fmt>)."""
+    writing <fmt>). `locked`: the CLI holds `output_lock(output)`, taken before the model loaded."""
     from tqdm import tqdm
 
     kept = {k: v for k, v in settings.items() if k not in ("max_chars", "duration")}
@@ -382,4 +406,5 @@ def speak_file(
             progress=bar_progress("synthesizing"),
             warn=warn,
             write_progress=bar_progress(f"writing {fmt}"),
+            locked=locked,
         )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from rtvox.audio import decode_audio
 from rtvox.constants import SAMPLE_RATE
@@ -140,6 +141,14 @@ def test_resumed_parts_are_not_reused_after_the_voice_or_lexicon_changed(rsynth:
     emb = voice.embedding.copy()
     emb[0] += 0.5  # a clone re-made under the same name: another embedding
     assert _fingerprint(rsynth, segments, dc_replace(base, voice=None, speaker_embedding=emb)) != first
+    for name, other in (("device", torch.device("cuda")), ("dtype", torch.bfloat16)):
+        kept = getattr(rsynth, name)
+        try:  # a run resumed on another device or precision: other engines, so other audio
+            setattr(rsynth, name, other)
+            assert _fingerprint(rsynth, segments, base) != first, name
+        finally:
+            setattr(rsynth, name, kept)
+    assert _fingerprint(rsynth, segments, base) == first
 
 
 def test_synthesize_many_refuses_items_that_are_not_requests(rsynth: Synthesizer) -> None:
