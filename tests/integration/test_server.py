@@ -246,7 +246,27 @@ def test_clones_are_shared_through_redis(tiny_model: Path, tmp_path: Path) -> No
             assert httpx.post(f"{b.url}/v1/audio/speech", json=body, timeout=60).status_code == 200
             assert voice["id"] in {v["id"] for v in httpx.get(f"{b.url}/v1/audio/voices").json()["data"]}
             assert (tmp_path / "b" / f"{voice['id']}.voice.json").is_file()  # adopted durably on b
+            assert httpx.post(f"{a.url}/v1/audio/speech", json=body, timeout=60).status_code == 200
             assert httpx.delete(f"{b.url}/v1/audio/voices/{voice['id']}").status_code == 200
+            # a, which made the clone and holds its file, drops it too: at once for its voice list, and for
+            # speech once its background read of the deletes has run (the request that starts it is served)
+            assert voice["id"] not in {v["id"] for v in httpx.get(f"{a.url}/v1/audio/voices").json()["data"]}
+            assert not (tmp_path / "a" / f"{voice['id']}.voice.json").exists()
+            gone = httpx.post(f"{a.url}/v1/audio/speech", json=body, timeout=60)
+            assert gone.status_code == 400 and "unknown voice" in gone.json()["error"]["message"]
+            assert httpx.delete(f"{a.url}/v1/audio/voices/{voice['id']}").status_code == 404
+            # a clone a holds and only speaks with (no list) also goes within the sync interval
+            again = httpx.post(f"{a.url}/v1/audio/voices", data={"name": "Again"}, files=files, timeout=60).json()
+            speak = {**body, "voice": again["id"]}
+            assert httpx.post(f"{b.url}/v1/audio/speech", json=speak, timeout=60).status_code == 200
+            assert httpx.delete(f"{b.url}/v1/audio/voices/{again['id']}").status_code == 200
+            statuses = []
+            for _ in range(20):
+                statuses.append(httpx.post(f"{a.url}/v1/audio/speech", json=speak, timeout=60).status_code)
+                if statuses[-1] == 400:
+                    break
+                time.sleep(0.2)
+            assert statuses[-1] == 400, statuses
     finally:
         redis.stop()
 

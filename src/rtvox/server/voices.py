@@ -10,10 +10,12 @@ is gone (a Redis restarted empty) every local clone is published again.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import functools
 import json
 import logging
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -33,6 +35,13 @@ log = logging.getLogger("rtvox.server")
 
 CLONE_ID_PREFIX = "voice_"
 REDIS_VOICES_KEY = "rtvox:voices"
+# Deleted clone ids (a sorted set scored by the deletion's wall time): a server that adopted or made a clone
+# drops its local copy when another server deletes it. Entries older than DELETED_KEEP_S are trimmed at each
+# delete; a server that has not reached Redis for that long may keep serving such a clone.
+REDIS_DELETED_KEY = "rtvox:voices:deleted"
+DELETED_KEEP_S = 30 * 86400.0
+DELETE_SYNC_S = 1.0  # a request for a local clone checks for deletes elsewhere at most this often (in background)
+DELETE_SYNC_SLACK_S = 300.0  # re-read tombstones this far before the newest seen: servers' clocks differ
 REDIS_TIMEOUT_S = 0.5
 
 
@@ -83,6 +92,9 @@ class VoiceRegistry:
         self._unshared: set[str] = set()  # clones made while the table could not be written
         self._undeleted: set[str] = set()  # clones deleted meanwhile: their entries would bring them back
         self._catching_up: asyncio.Task[Any] | None = None
+        self._deletes_synced_at = -float("inf")  # time.monotonic() of the last read of the deleted ids
+        self._deletes_seen_until = -float("inf")  # newest deletion time read so far (the next read starts before it)
+        self._syncing_deletes: asyncio.Task[Any] | None = None
         if redis_url:
             import redis.asyncio as aioredis
             from redis.asyncio.retry import Retry
@@ -97,8 +109,9 @@ class VoiceRegistry:
             self._own_state = RedisState(redact_url(redis_url), DEFAULT_RETRY_BACKOFF_S)
 
     async def close(self) -> None:
-        if self._catching_up is not None:
-            self._catching_up.cancel()
+        for task in (self._catching_up, self._syncing_deletes):
+            if task is not None:
+                task.cancel()
         if self._worker is not None:
             self._worker.shutdown(wait=False, cancel_futures=True)
             self._worker = None
@@ -120,6 +133,7 @@ class VoiceRegistry:
             is_id = False
         if is_id and self._known(name):
             self._catch_up_soon()
+            self._sync_deletes_soon()  # a delete elsewhere drops it for the requests after this one
             return name
         if is_id and await self._fetch_shared(name):
             return name
@@ -136,6 +150,7 @@ class VoiceRegistry:
         return self.store.has(name)
 
     async def list(self) -> list[VoiceObject]:
+        await self._sync_deletes()
         await self._sync_shared()
         return [self.describe(v) for v in self.store.list()]
 
@@ -229,6 +244,8 @@ class VoiceRegistry:
         if voice_id in self.store.builtin_names:
             raise InputError(f"{voice_id!r} is a built-in voice and cannot be deleted", param="voice_id")
         shared = await self._redis_call("hdel", REDIS_VOICES_KEY, voice_id)
+        if shared is not None:  # so servers that hold a copy drop it too
+            await self._tombstone([voice_id])
         if self._known(voice_id):
             self.store.remove(voice_id)
             if shared is None and self._redis is not None:  # Redis away: its entry would bring the voice back
@@ -247,7 +264,7 @@ class VoiceRegistry:
         assert self._own_state is not None
         return self._own_state
 
-    async def _redis_call(self, method: str, *args: Any) -> Any:
+    async def _redis_call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """One command on the voice table; None without Redis, while it is down, or on any Redis error (which
         marks it down: a table that answers with errors, e.g. a wrong password or db, is as good as away)."""
         if self._redis is None:
@@ -258,7 +275,7 @@ class VoiceRegistry:
         try:
             if state.outages != self._synced_outages:  # first, so a lookup cannot adopt a voice deleted meanwhile
                 await self._catch_up(state.outages)
-            result = await getattr(self._redis, method)(*args)
+            result = await getattr(self._redis, method)(*args, **kwargs)
         except (redis.exceptions.RedisError, OSError) as exc:  # OSError: TimeoutError, refused sockets
             state.failed(exc)
             return None
@@ -290,6 +307,8 @@ class VoiceRegistry:
                         pipe.hsetnx(REDIS_VOICES_KEY, voice.name, json.dumps(clone_payload(voice)))
                     for name in undeleted:
                         pipe.hdel(REDIS_VOICES_KEY, name)
+                    if undeleted:
+                        pipe.zadd(REDIS_DELETED_KEY, dict.fromkeys(undeleted, time.time()))
                     await pipe.execute()
         except BaseException:
             self._synced_outages = -1  # try again on the next call that reaches Redis
@@ -298,6 +317,44 @@ class VoiceRegistry:
             raise
         if clones or undeleted:
             log.info("shared %d clone(s) and %d delete(s) with Redis", len(clones), len(undeleted))
+
+    async def _tombstone(self, names: builtins.list[str]) -> None:
+        now = time.time()
+        await self._redis_call("zadd", REDIS_DELETED_KEY, dict.fromkeys(names, now))
+        await self._redis_call("zremrangebyscore", REDIS_DELETED_KEY, "-inf", now - DELETED_KEEP_S)
+
+    def _sync_deletes_soon(self) -> None:
+        """Read the clones other servers deleted, in the background and at most every DELETE_SYNC_S: a request
+        for a local clone never waits on Redis for it (so a delete elsewhere reaches this server within about
+        that time, or at its next voice list, which reads them first)."""
+        if self._redis is None or time.monotonic() - self._deletes_synced_at < DELETE_SYNC_S:
+            return
+        if self._syncing_deletes is None or self._syncing_deletes.done():
+            self._syncing_deletes = asyncio.get_running_loop().create_task(self._sync_deletes())
+
+    async def _sync_deletes(self) -> None:
+        """Drop local clones another server deleted (the ids added to REDIS_DELETED_KEY since the last read)."""
+        if self._redis is None:
+            return
+        self._deletes_synced_at = time.monotonic()
+        since = self._deletes_seen_until - DELETE_SYNC_SLACK_S
+        rows = await self._redis_call("zrangebyscore", REDIS_DELETED_KEY, since, "+inf", withscores=True)
+        dropped = []
+        for key, score in rows or []:
+            name = key.decode() if isinstance(key, bytes) else str(key)
+            self._deletes_seen_until = max(self._deletes_seen_until, float(score))
+            try:
+                validate_voice_name(name)
+            except InputError:
+                continue  # not an id this server would have stored
+            if name not in self.store.builtin_names and self._known(name):
+                try:
+                    self.store.remove(name)
+                except VoiceNotFoundError:  # a peer sharing the clones folder removed the file first
+                    continue
+                dropped.append(name)
+        if dropped:
+            log.info("dropped %d clone(s) deleted by another server: %s", len(dropped), ", ".join(dropped))
 
     async def _share(self, voice: Voice) -> None:
         payload = json.dumps(clone_payload(voice))
