@@ -527,3 +527,53 @@ def test_internal_renders_are_served_but_left_out_of_the_request_metrics(
         await service.stop()
 
     run(main)
+
+
+@pytest.mark.parametrize("error", ["input", "unexpected"])
+def test_a_step_that_raises_fails_its_requests_and_the_service_goes_on(tiny_model: Path, error: str) -> None:
+    """An InputError from inside an engine step (it once was a chunk past a compiled engine's shape profile), or
+    any exception the executor does not expect, reaches the batch's requests; the batching loop lives on, so the
+    next request is served and /ready stays true (the loop used to die silently: every later request hung)."""
+    from rtvox.errors import InputError
+
+    async def main() -> None:
+        synth = new_synth(tiny_model)
+        service = TTSService(synth, NO_FALLBACK)
+        await service.start()
+        vocoder = synth.engines["vocoder"]
+        calls = 0
+
+        class Once:  # the vocoder engine, raising at its first call
+            backend, dtype = vocoder.backend, vocoder.dtype  # type: ignore[attr-defined]
+
+            def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+                nonlocal calls
+                calls += 1
+                if calls == 1:
+                    raise InputError("frames length 4688 exceeds the engine's shape profile (max 4096)")
+                return vocoder(*inputs)
+
+        if error == "input":
+            synth.engines["vocoder"] = Once()  # type: ignore[assignment]
+            expected: type[Exception] = InputError
+        else:  # something past the executor's fault handling: the step itself raising from the service's view
+            real_run = service._executor.run  # type: ignore[union-attr]
+
+            async def broken_run(jobs: Any) -> Any:
+                nonlocal calls
+                calls += 1
+                if calls == 1:
+                    raise KeyError("a bug")
+                return await real_run(jobs)
+
+            service._executor.run = broken_run  # type: ignore[union-attr,method-assign]
+            expected = EngineFailedError
+        with pytest.raises(expected):
+            await asyncio.wait_for(service.synthesize(SynthesisRequest(text=TEXTS[0])), 60)
+        assert service.ready and service.health()["status"] == "ok"
+        result = await asyncio.wait_for(service.synthesize(SynthesisRequest(text="Hi.")), 60)
+        assert result.audio.size > 0
+        assert service.health()["admitted"] == 0
+        await service.stop()
+
+    run(main)

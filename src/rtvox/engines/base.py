@@ -14,6 +14,7 @@ install never imports compiler stacks it cannot use.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from collections.abc import Callable
@@ -124,4 +125,7 @@ def build_engine(
     factory: EngineFactory = getattr(importlib.import_module(path), attr)
     if backend == "eager":
         return factory(module, fn, device, dtype)
-    return factory(module, fn, device, dtype, options or BuildOptions())
+    engine = factory(module, fn, device, dtype, options or BuildOptions())
+    if hasattr(engine, "overflow"):  # inputs past the shape profile: eager fp32, built when first needed
+        engine.overflow = functools.partial(build_engine, "eager", module, fn, device, torch.float32)
+    return engine

@@ -9,6 +9,7 @@ only pad up to each axis' minimum.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,9 +18,19 @@ import torch
 from torch import Tensor
 
 from rtvox.engines.modules import adapt_inputs, cast_inputs, make_inputs
-from rtvox.engines.shapes import AXES, MODULE_INPUTS, MODULE_OUTPUTS, PINNED_AXES, ShapeProfile, output_size
+from rtvox.engines.shapes import (
+    AXES,
+    MODULE_INPUTS,
+    MODULE_OUTPUTS,
+    PINNED_AXES,
+    ShapeOutOfProfileError,
+    ShapeProfile,
+    output_size,
+)
 
 Runner = Callable[..., Tensor | tuple[Tensor, ...] | list[Tensor]]
+
+logger = logging.getLogger(__name__)
 
 
 class CompiledEngine:
@@ -42,6 +53,10 @@ class CompiledEngine:
     ) -> None:
         self.module = module
         self.backend = backend
+        # Builds an engine without a shape profile (eager fp32 of the same module, `build_engine` sets it) that
+        # serves inputs past this one's profile, built at the first such input: slower, never refused.
+        self.overflow: Callable[[], Any] | None = None
+        self._overflow_engine: Any = None
         self.device = device
         self.dtype = dtype  # what was asked for (int8 included)
         self.compute_dtype = compute_dtype or dtype  # what floating inputs are cast to
@@ -118,11 +133,21 @@ class CompiledEngine:
         return tuple(cut)
 
     # ------------------------------------------------------------------ call
-    def __call__(self, *inputs: Tensor) -> tuple[Tensor, ...]:
-        inputs = adapt_inputs(self.module, tuple(inputs))
+    def __call__(self, *given: Tensor) -> tuple[Tensor, ...]:
+        inputs = adapt_inputs(self.module, tuple(given))
         inputs = tuple(t.to(self.device) for t in inputs)
         sizes = self._real_sizes(inputs)
-        padded = self._pad(inputs, sizes, self._target_sizes(sizes))
+        try:
+            target = self._target_sizes(sizes)
+        except ShapeOutOfProfileError as exc:
+            if self.overflow is None:
+                raise
+            if self._overflow_engine is None:
+                logger.warning("%s (%s): %s; serving such inputs with eager fp32", self.module, self.backend, exc)
+                self._overflow_engine = self.overflow()
+            result: tuple[Tensor, ...] = self._overflow_engine(*given)  # as the caller gave them
+            return result
+        padded = self._pad(inputs, sizes, target)
         with torch.inference_mode():
             out = self._runner(*cast_inputs(padded, self.compute_dtype))
         outputs = (out,) if isinstance(out, Tensor) else tuple(out)

@@ -26,6 +26,11 @@ AXES: tuple[str, ...] = ("batch", "phonemes", "frames", "ref_frames")
 Kind = Literal["float", "long", "bool"]
 
 
+class ShapeOutOfProfileError(InputError):
+    """An input longer than a compiled engine's shape profile allows (the engine serves it through eager fp32 when
+    it was built with an overflow engine: `CompiledEngine.overflow`)."""
+
+
 @dataclass(frozen=True)
 class AxisRange:
     """Range of one dynamic axis: [min, max], tuned for `opt`; `buckets` (ascending, last == max) are the
@@ -47,7 +52,9 @@ class AxisRange:
     def bucket(self, n: int, axis: str = "axis") -> int:
         """Smallest bucket >= n (InputError past max: the caller must split its input)."""
         if n > self.max:
-            raise InputError(f"{axis} length {n} exceeds the engine's shape profile (max {self.max}); split the input")
+            raise ShapeOutOfProfileError(
+                f"{axis} length {n} exceeds the engine's shape profile (max {self.max}); split the input"
+            )
         return self.buckets[bisect.bisect_left(self.buckets, max(n, self.min))]
 
 

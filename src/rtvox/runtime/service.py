@@ -16,6 +16,7 @@ import asyncio
 import bisect
 import contextlib
 import itertools
+import logging
 import sys
 import time
 from collections import deque
@@ -48,6 +49,16 @@ from rtvox.runtime.types import AudioChunk, SynthesisRequest, SynthesisResult
 
 # How long stop() lets admitted requests finish before failing the rest.
 STOP_GRACE_S = 10.0
+
+
+logger = logging.getLogger(__name__)
+
+
+def _log_loop_end(task: asyncio.Task[None]) -> None:
+    """The batching loop ends only at stop (cancelled); any other end stops all serving, so it is logged loudly
+    (and /ready and /health report it)."""
+    if not task.cancelled() and task.exception() is not None:
+        logger.critical("the batching loop stopped; no request can be served", exc_info=task.exception())
 
 
 @dataclass(frozen=True)
@@ -274,6 +285,7 @@ class TTSService:
         await self._executor.start()
         self._wake = asyncio.Event()  # bound to the running loop
         self._loop_task = asyncio.get_running_loop().create_task(self._loop(), name="rtvox-service-loop")
+        self._loop_task.add_done_callback(_log_loop_end)
         self._accepting = True
 
     def _build_fallback(self, device: str) -> Synthesizer:
@@ -305,7 +317,8 @@ class TTSService:
     @property
     def ready(self) -> bool:
         """Engines built and warmed, loop running: requests will be served now."""
-        return self._accepting and self._executor is not None and self._executor.ready
+        loop_running = self._loop_task is not None and not self._loop_task.done()
+        return self._accepting and loop_running and self._executor is not None and self._executor.ready
 
     # ------------------------------------------------------------------ requests
     def stream(self, request: SynthesisRequest, *, deadline_s: float | None = None) -> AsyncIterator[AudioChunk]:
@@ -476,7 +489,10 @@ class TTSService:
             jobs.append(ChunkJob(prepared, item.chunk_index))
         try:
             outputs = await self._executor.run(jobs)
-        except EngineFailedError as exc:
+        except Exception as exc:  # the batch's requests get the error; the loop (every other request) goes on
+            if not isinstance(exc, EngineFailedError | InputError):  # nothing else should reach here: say so
+                logger.error("a batch step failed unexpectedly; its requests get the error", exc_info=exc)
+                exc = EngineFailedError(f"synthesis failed ({type(exc).__name__}: {exc}); retry shortly")
             for item in batch.items:  # cancel first so complete() drops their items
                 if self._scheduler.cancel(item.request_id):
                     self._send(item.request_id, exc)
@@ -509,7 +525,8 @@ class TTSService:
         # Redis down is not fatal (the local LRU serves), but the operator should know: status "degraded".
         cache: dict[str, Any] = {"status": "local-only" if redis_state == "off" else f"redis-{redis_state}", **tiers}
         primary_ok = bool(engines) and engines["primary"]["healthy"]
-        degraded = not primary_ok or redis_state == "down"
+        loop_dead = self._loop_task is not None and self._loop_task.done()  # never expected; /ready says it too
+        degraded = not primary_ok or redis_state == "down" or loop_dead
         sched = self._scheduler.stats()
         return {
             "status": "stopped" if not self._accepting else ("degraded" if degraded else "ok"),

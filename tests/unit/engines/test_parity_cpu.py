@@ -73,6 +73,28 @@ def test_onnx_matches_eager_per_module(bundle: ModelBundle, onnx_engines: dict[s
     assert info["opset"] >= 17 and info["providers"] == ["CPUExecutionProvider"]
 
 
+def test_inputs_past_the_shape_profile_are_served_by_eager_fp32_not_refused(
+    bundle: ModelBundle, onnx_engines: dict[str, Engine]
+) -> None:
+    """A request whose chunk is longer than the engine's profile (the ci profile ends at 256 frames and 64
+    phonemes; the serve profile at 4096 frames: a 50-s target duration on one sentence) gets eager's answer."""
+    eager = _eager(bundle)
+    cfg = bundle.config.acoustic
+    inputs = random_inputs([80], cfg.cond_dim, cfg.vocab_size, [400], seed=21).tensors(CPU)  # 80 > 64, 400 > 256
+    hidden, durations = eager["acoustic_encode"](*inputs)
+    got_hidden, got_durations = onnx_engines["acoustic_encode"](*inputs)
+    assert torch.equal(got_durations, durations) and int(durations.sum()) == 400
+    torch.testing.assert_close(got_hidden, hidden, rtol=0, atol=0)  # eager fp32 itself
+    (mel,) = eager["acoustic_decode"](hidden, durations)
+    (got_mel,) = onnx_engines["acoustic_decode"](hidden, durations)
+    torch.testing.assert_close(got_mel, mel, rtol=0, atol=0)
+    (wav,) = eager["vocoder"](mel)
+    torch.testing.assert_close(onnx_engines["vocoder"](mel)[0], wav, rtol=0, atol=0)
+    # inside the profile the compiled engine itself answers again
+    short = random_inputs([9], cfg.cond_dim, cfg.vocab_size, [70], seed=22).tensors(CPU)
+    assert onnx_engines["acoustic_encode"](*short)[1].sum() == 70
+
+
 def test_onnx_end_to_end_log_mel(bundle: ModelBundle, onnx_engines: dict[str, Engine]) -> None:
     cfg = bundle.config.acoustic
     for seed, (lengths, targets) in enumerate(CASES):
