@@ -152,3 +152,14 @@ def test_a_client_without_a_key_gets_401_before_any_word_on_its_body(
         timeout=30,
     )
     assert error_of(keyed_response, 400)["message"]
+
+
+def test_built_in_names_in_any_case_and_their_openai_names_cannot_be_deleted(http: httpx.Client) -> None:
+    builtin = http.get("/v1/audio/voices").json()["data"][0]["id"]  # the list starts with the built-ins
+    for name in (builtin.upper(), builtin.capitalize(), "ALLOY", "Nova"):
+        assert http.post("/v1/audio/speech", json={**SPEECH, "voice": name}).status_code == 200, name
+    for name in (builtin, builtin.upper(), "alloy", "NOVA"):
+        response = http.delete(f"/v1/audio/voices/{name}")
+        assert response.status_code == 400, (name, response.text)
+        assert "is a built-in voice and cannot be deleted" in response.json()["error"]["message"]
+    assert http.delete("/v1/audio/voices/voice_0123456789abcdef").status_code == 404  # an unknown clone id

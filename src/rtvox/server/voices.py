@@ -126,6 +126,9 @@ class VoiceRegistry:
         name = requested.strip()
         if name.lower() in self.aliases and name not in self.store.builtin_names:  # never a clone of that name
             return self.aliases[name.lower()]
+        builtin = self._builtin_named(name)
+        if builtin is not None:  # any case, as OpenAI's names (no clone may take a built-in's name in any case)
+            return builtin
         is_id = True  # only a name of the id form may reach the store's files or Redis; labels are looked up
         try:  # in memory, so a clone uploaded as "日本語の声" or "a b" is usable by that name too
             validate_voice_name(name)
@@ -145,6 +148,14 @@ class VoiceRegistry:
             f"({', '.join(self.aliases)}) or a voice id from GET /v1/audio/voices",
             param="voice",
         )
+
+    def _builtin_named(self, name: str) -> str | None:
+        """The built-in voice `name` names in any case, or an OpenAI name's built-in; None for anything else."""
+        folded = name.strip().lower()
+        for builtin in self.store.builtin_names:
+            if builtin.lower() == folded:
+                return builtin
+        return self.aliases.get(folded)
 
     def _known(self, name: str) -> bool:
         return self.store.has(name)
@@ -240,9 +251,11 @@ class VoiceRegistry:
         return self.describe(stored)
 
     async def delete(self, voice_id: str) -> None:
+        builtin = self._builtin_named(voice_id)  # before the id check: "Mei" or "alloy" are voices, not bad ids
+        if builtin is not None:
+            named = repr(voice_id) if builtin == voice_id else f"{voice_id!r} (the built-in voice {builtin!r})"
+            raise InputError(f"{named} is a built-in voice and cannot be deleted", param="voice_id")
         validate_voice_name(voice_id)
-        if voice_id in self.store.builtin_names:
-            raise InputError(f"{voice_id!r} is a built-in voice and cannot be deleted", param="voice_id")
         shared = await self._redis_call("hdel", REDIS_VOICES_KEY, voice_id)
         if shared is not None:  # so servers that hold a copy drop it too
             await self._tombstone([voice_id])
