@@ -1,8 +1,10 @@
 """Word and phoneme times from what the runtime reports per chunk.
 
 An AudioChunk carries its phonemes (each word's phones followed by one boundary token #0..#4) and the mel frames
-each lasted; a frame is HOP_LENGTH samples. The words come from the frontend's tokens for the same text: chunk k
-spans tokens[token_start:token_end], and each token with phones owns len(phones) + 1 entries (its boundary).
+each lasted; a frame is HOP_LENGTH samples. A stress mark is a token of its own in the model; in the phoneme times
+it joins the phone after it ("en:ˈaɪ"), from the mark's start. The words come from the frontend's tokens for the
+same text: chunk k spans tokens[token_start:token_end], and each token with phones owns len(phones) + 1 entries
+(its boundary).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from rtvox.server.schemas import PhonemeTime, WordTime
 from rtvox.text import FrontendResult
 
 log = logging.getLogger("rtvox.server")
+STRESS_MARKS = frozenset({"ˈ", "ˌ"})  # IPA primary and secondary stress: English tokens of their own in the model
 
 
 class Timeline:
@@ -35,15 +38,28 @@ class Timeline:
         starts = [0]
         for d in chunk.durations:
             starts.append(starts[-1] + d)
-        phonemes = [
-            PhonemeTime(phoneme=p, start=_r(self.offset + s * frame_s), end=_r(self.offset + e * frame_s))
-            for p, s, e in zip(chunk.phonemes, starts, starts[1:], strict=False)
-        ]
+        phonemes = []
+        stress: tuple[str, int, int] | None = None  # a stress mark waiting for its phone: (token, start, end)
+        for p, s, e in zip(chunk.phonemes, starts, starts[1:], strict=False):
+            phone = p.rpartition(":")[2]
+            if phone in STRESS_MARKS and stress is None:  # a model token, not a phone: it marks the next one
+                stress = (p, s, e)
+                continue
+            if stress is not None:  # "en:ˈ" + "en:aɪ" -> "en:ˈaɪ", from the mark's start
+                p, s, stress = stress[0] + phone, stress[1], None
+            phonemes.append(self._time(p, s, e, frame_s))
+        if stress is not None:  # a mark with no phone after it in this chunk: kept as it came
+            phonemes.append(self._time(*stress, frame_s))
         words = self._words(chunk, starts, frame_s)
         self.offset += samples_sent / SAMPLE_RATE
         self.words.extend(words)
         self.phonemes.extend(phonemes)
         return words, phonemes
+
+    def _time(self, phoneme: str, start: int, end: int, frame_s: float) -> PhonemeTime:
+        return PhonemeTime(
+            phoneme=phoneme, start=_r(self.offset + start * frame_s), end=_r(self.offset + end * frame_s)
+        )
 
     def _words(self, chunk: AudioChunk, starts: list[int], frame_s: float) -> list[WordTime]:
         if self._next_chunk >= len(self.front.chunks):

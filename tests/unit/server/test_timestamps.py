@@ -67,3 +67,23 @@ def test_unplanned_chunk_gets_phonemes_but_no_words() -> None:
     words, phonemes = timeline.add(odd, len(odd.audio))
     assert words == []
     assert [p.phoneme for p in phonemes] == ["a", "b"]
+
+
+def test_a_stress_mark_joins_the_phone_after_it_from_its_own_start() -> None:
+    """The model's English stress marks are tokens with frames of their own; the phoneme times show phones."""
+    text = "Hello again."
+    frontend, chunks = _chunks_with_durations(text, 2)
+    planned = chunks[0].phonemes
+    marks = [i for i, p in enumerate(planned) if p.endswith(("ˈ", "ˌ"))]
+    assert marks, planned  # English words carry stress marks as tokens
+    timeline = Timeline(frontend.process(text))
+    timeline.add(chunks[0], len(chunks[0].audio))
+    names = [p.phoneme for p in timeline.phonemes]
+    assert len(names) == len(planned) - len(marks)
+    assert not any(n.rpartition(":")[2] in ("ˈ", "ˌ") for n in names)
+    first = marks[0]
+    joined = timeline.phonemes[first]  # the phone after the first mark, its time starting at the mark
+    assert joined.phoneme == planned[first] + planned[first + 1].rpartition(":")[2]
+    assert joined.start == pytest.approx(first * 2 * FRAME_S, abs=1e-4)
+    assert joined.end == pytest.approx((first + 2) * 2 * FRAME_S, abs=1e-4)
+    assert timeline.phonemes[-1].end == pytest.approx(len(chunks[0].audio) / SAMPLE_RATE, abs=1e-4)
