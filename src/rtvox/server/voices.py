@@ -10,7 +10,6 @@ is gone (a Redis restarted empty) every local clone is published again.
 from __future__ import annotations
 
 import asyncio
-import builtins
 import functools
 import json
 import logging
@@ -85,6 +84,7 @@ class VoiceRegistry:
         self.render = render
         self.store = synthesizer.voices
         self.aliases = map_openai_voices([v for v in self.store.list() if v.builtin])
+        self._builtins_folded = {name.lower(): name for name in self.store.builtin_names}
         self._worker: ThreadPoolExecutor | None = None  # made on first use, so a restarted app gets a new one
         self._redis: Any = None
         self._own_state: RedisState | None = None
@@ -124,10 +124,8 @@ class VoiceRegistry:
         if requested is None:
             return self.synth.default_voice
         name = requested.strip()
-        if name.lower() in self.aliases and name not in self.store.builtin_names:  # never a clone of that name
-            return self.aliases[name.lower()]
         builtin = self._builtin_named(name)
-        if builtin is not None:  # any case, as OpenAI's names (no clone may take a built-in's name in any case)
+        if builtin is not None:  # never a clone: no clone may take a built-in's or an OpenAI name, in any case
             return builtin
         is_id = True  # only a name of the id form may reach the store's files or Redis; labels are looked up
         try:  # in memory, so a clone uploaded as "日本語の声" or "a b" is usable by that name too
@@ -150,12 +148,10 @@ class VoiceRegistry:
         )
 
     def _builtin_named(self, name: str) -> str | None:
-        """The built-in voice `name` names in any case, or an OpenAI name's built-in; None for anything else."""
+        """The built-in voice `name` names in any case (as OpenAI's names are), or an OpenAI name's built-in (a
+        built-in's own name wins over an alias); None for anything else."""
         folded = name.strip().lower()
-        for builtin in self.store.builtin_names:
-            if builtin.lower() == folded:
-                return builtin
-        return self.aliases.get(folded)
+        return self._builtins_folded.get(folded) or self.aliases.get(folded)
 
     def _known(self, name: str) -> bool:
         return self.store.has(name)
@@ -258,7 +254,7 @@ class VoiceRegistry:
         validate_voice_name(voice_id)
         shared = await self._redis_call("hdel", REDIS_VOICES_KEY, voice_id)
         if shared is not None:  # so servers that hold a copy drop it too
-            await self._tombstone([voice_id])
+            await self._tombstone(voice_id)
         if self._known(voice_id):
             self.store.remove(voice_id)
             if shared is None and self._redis is not None:  # Redis away: its entry would bring the voice back
@@ -331,10 +327,10 @@ class VoiceRegistry:
         if clones or undeleted:
             log.info("shared %d clone(s) and %d delete(s) with Redis", len(clones), len(undeleted))
 
-    async def _tombstone(self, names: builtins.list[str]) -> None:
+    async def _tombstone(self, name: str) -> None:
         now = time.time()
-        await self._redis_call("zadd", REDIS_DELETED_KEY, dict.fromkeys(names, now))
-        await self._redis_call("zremrangebyscore", REDIS_DELETED_KEY, "-inf", now - DELETED_KEEP_S)
+        if await self._redis_call("zadd", REDIS_DELETED_KEY, {name: now}) is not None:
+            await self._redis_call("zremrangebyscore", REDIS_DELETED_KEY, "-inf", now - DELETED_KEEP_S)
 
     def _sync_deletes_soon(self) -> None:
         """Read the clones other servers deleted, in the background and at most every DELETE_SYNC_S: a request
@@ -352,15 +348,14 @@ class VoiceRegistry:
         self._deletes_synced_at = time.monotonic()
         since = self._deletes_seen_until - DELETE_SYNC_SLACK_S
         rows = await self._redis_call("zrangebyscore", REDIS_DELETED_KEY, since, "+inf", withscores=True)
+        if not rows:
+            return
+        local = {v.name for v in self.store.list() if not v.builtin}  # the clones folder read once
         dropped = []
-        for key, score in rows or []:
+        for key, score in rows:
             name = key.decode() if isinstance(key, bytes) else str(key)
             self._deletes_seen_until = max(self._deletes_seen_until, float(score))
-            try:
-                validate_voice_name(name)
-            except InputError:
-                continue  # not an id this server would have stored
-            if name not in self.store.builtin_names and self._known(name):
+            if name in local:
                 try:
                     self.store.remove(name)
                 except VoiceNotFoundError:  # a peer sharing the clones folder removed the file first
