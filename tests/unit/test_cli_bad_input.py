@@ -121,7 +121,7 @@ def test_interrupted_document_says_where_its_parts_wait(
     """Ctrl-C left OUTPUT.parts/ behind without a word (exit 130, nothing printed)."""
     import rtvox.runtime.offline as offline
 
-    def interrupted(_synth: object, _text: str, output: Path, *_args: object) -> float:
+    def interrupted(_synth: object, _text: str, output: Path, *_args: object, **_kwargs: object) -> float:
         output.with_name(output.name + offline.PARTS_SUFFIX).mkdir()
         raise KeyboardInterrupt
 
