@@ -15,9 +15,9 @@ from rtvox.constants import HOP_LENGTH, SAMPLE_RATE
 from rtvox.runtime.types import AudioChunk
 from rtvox.server.schemas import PhonemeTime, WordTime
 from rtvox.text import FrontendResult
+from rtvox.text.g2p_en import STRESS_MARKS
 
 log = logging.getLogger("rtvox.server")
-STRESS_MARKS = frozenset({"ˈ", "ˌ"})  # IPA primary and secondary stress: English tokens of their own in the model
 
 
 class Timeline:
