@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 from rtvox.audio import encode_audio, integrated_loudness, prepare_reference, prepare_reference_array
+from rtvox.audio.decode import resample
+from rtvox.audio.reference import voicing
 from rtvox.constants import REF_MAX_SECONDS, REF_MIN_SECONDS, SAMPLE_RATE, SPEAKER_SAMPLE_RATE
 from rtvox.errors import AudioInputError
 
@@ -95,3 +97,46 @@ def test_garbage_upload_names_the_field() -> None:
 def test_rejects_non_mono_array() -> None:
     with pytest.raises(ValueError, match="mono"):
         prepare_reference_array(np.zeros((100, 2), np.float32), 16_000)
+
+
+def _recorded(name: str) -> tuple[np.ndarray, int]:
+    import soundfile as sf
+
+    wav, sr = sf.read(Path(__file__).parents[2] / "data" / name, dtype="float32")
+    return wav, sr
+
+
+@pytest.mark.parametrize("name", ["speech_en_female_16k.wav", "speech_en_male_16k.wav"])
+@pytest.mark.parametrize("snr_db", [None, 5.0])
+def test_recorded_speech_passes_the_voicing_check(name: str, snr_db: float | None) -> None:
+    wav, sr = _recorded(name)
+    if snr_db is not None:  # speech over white noise at 5 dB SNR is still speech
+        power = float(np.mean(wav**2)) / 10 ** (snr_db / 10)
+        wav = wav + np.sqrt(power) * np.random.default_rng(1).standard_normal(wav.shape[0]).astype(np.float32)
+    seconds, share, spread = voicing(resample(wav, sr, SAMPLE_RATE), SAMPLE_RATE)
+    assert seconds > 1.0 and 0.25 < share < 0.9 and spread > 0.5
+    assert prepare_reference_array(wav, sr, min_seconds=2.0).shape[0] > 0
+
+
+@pytest.mark.parametrize(
+    ("signal", "expected"),
+    [
+        ("white noise", r"no voiced speech: 0\.0 s of its 6\.0 s is voiced, at least 0\.3 s needed"),
+        ("sine 220 Hz", r"steady tone, not speech: voiced in 100% of frames at one pitch \(spread 0\.0\d"),
+        ("mains hum", r"steady tone, not speech: voiced in 100% of frames"),
+        ("square 110 Hz", r"steady tone, not speech"),
+    ],
+)
+def test_noise_and_tones_are_not_voices(signal: str, expected: str, to_wav: ToWav) -> None:
+    sr = 24_000
+    t = np.arange(6 * sr) / sr
+    noise = np.random.default_rng(0).standard_normal(t.shape[0])
+    wav = {
+        "white noise": 0.1 * noise,
+        "sine 220 Hz": 0.3 * np.sin(2 * np.pi * 220 * t),
+        "mains hum": 0.2 * np.sin(2 * np.pi * 50 * t) + 0.02 * noise,
+        "square 110 Hz": 0.2 * np.sign(np.sin(2 * np.pi * 110 * t)),
+    }[signal].astype(np.float32)
+    with pytest.raises(AudioInputError, match=expected) as info:
+        prepare_reference(to_wav(wav, sr), param="file")
+    assert info.value.param == "file"
