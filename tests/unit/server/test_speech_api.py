@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import soundfile as sf
 from fastapi.testclient import TestClient
 
 from rtvox.audio import decode_audio
@@ -254,6 +255,7 @@ def test_tts_references(client: TestClient, fake_service: FakeService) -> None:
         ({"emotion": "bored"}, "emotion"),
         ({"emotion_alpha": 2.5}, "emotion_alpha"),
         ({"duration": 0.01}, "duration"),
+        ({"text": "This sentence has far too many phonemes for a fifth of a second.", "duration": 0.2}, "duration"),
         ({"speaker_reference": "not base64!"}, "speaker_reference"),
         ({"speaker_reference": base64.b64encode(b"RIFF junk").decode()}, "speaker_reference"),
         ({"unknown_field": 1}, "unknown_field"),
@@ -278,6 +280,17 @@ def test_tts_short_reference_clip_is_400(client: TestClient) -> None:
     wav = (DATA / "speech_en_female_16k.wav").read_bytes()[: 44 + 16000 * 2]  # 1 s: under the 3 s minimum
     response = tts(client, speaker_reference=base64.b64encode(wav).decode())
     assert_openai_error(response, 400, "speaker_reference")
+
+
+@pytest.mark.parametrize("signal", ["noise", "tone"])
+def test_tts_reference_that_is_not_speech_is_400(client: TestClient, signal: str) -> None:
+    t = np.arange(5 * SAMPLE_RATE) / SAMPLE_RATE
+    wav = 0.1 * np.random.default_rng(0).standard_normal(t.shape[0]) if signal == "noise" else 0.3 * np.sin(880 * t)
+    buffer = io.BytesIO()
+    sf.write(buffer, wav.astype(np.float32), SAMPLE_RATE, format="WAV")
+    response = tts(client, speaker_reference=base64.b64encode(buffer.getvalue()).decode())
+    assert_openai_error(response, 400, "speaker_reference")
+    assert ("no voiced speech" if signal == "noise" else "steady tone") in response.json()["error"]["message"]
 
 
 def test_failure_after_the_first_chunk_ends_sse_with_an_error_event(
