@@ -76,7 +76,7 @@ class Synthesizer:
         device: str = "auto",
         backend: str = "eager",
         dtype: str = "float32",
-        voices_dir: Path | None = None,
+        voices_dir: str | os.PathLike[str] | None = None,
         lexicon: Lexicon | None = None,
         embedding_cache: EmbeddingCache | None = None,
         fused_frames: bool | None = None,

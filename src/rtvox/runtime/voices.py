@@ -81,9 +81,9 @@ class VoiceStore:
     Clone files are written atomically, so a crash never leaves a half-written voice behind.
     """
 
-    def __init__(self, builtins: Iterable[Voice], clones_dir: Path | None = None) -> None:
+    def __init__(self, builtins: Iterable[Voice], clones_dir: str | os.PathLike[str] | None = None) -> None:
         self._builtins = {v.name: v for v in builtins}
-        self.clones_dir = clones_dir if clones_dir is not None else default_voices_dir()
+        self.clones_dir = Path(clones_dir) if clones_dir is not None else default_voices_dir()
         self._clones: dict[str, Voice] = {}
         self._seen: int | None = None  # the clones folder's mtime when last read
         self._refresh()

@@ -86,7 +86,7 @@ def test_voice_store_persists_clones_atomically(tmp_path: Path) -> None:
     store.add(Voice(name="bob-1", embedding=_unit(1), gender="male", builtin=False))
     assert [p.name for p in tmp_path.iterdir()] == ["bob-1.voice.json"]
 
-    reopened = VoiceStore([builtin], clones_dir=tmp_path)
+    reopened = VoiceStore([builtin], clones_dir=str(tmp_path))  # a plain string path, as Python callers pass one
     bob = reopened.get("bob-1")
     assert not bob.builtin and bob.gender == "male"
     np.testing.assert_allclose(bob.embedding, _unit(1), rtol=1e-6)
