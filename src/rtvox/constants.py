@@ -35,9 +35,9 @@ SPEED_MAX = 2.0
 EMOTION_ALPHA_MAX = 2.0
 MIN_TARGET_SECONDS = 0.2
 MAX_TARGET_SECONDS = 120.0
-# A target duration must leave every phoneme (prosody marks included) this many mel frames: 2 frames = 21 ms, a
-# pace about 3x natural speech (~70 ms per phoneme); shorter targets squeeze phonemes out of the audio.
-MIN_FRAMES_PER_PHONEME = 2
+# A target duration may be as short as the text's natural length over this (OpenAI's fastest speed, 4x); shorter
+# targets squeeze phonemes out of the audio. (Longer ones are bounded by MAX_TARGET_SECONDS only.)
+MAX_DURATION_SQUEEZE = 4.0
 
 # Chunking for streaming: a short first chunk so audio starts early, then longer ones.
 FIRST_CHUNK_PHONEMES = 48

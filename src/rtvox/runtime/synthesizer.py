@@ -15,7 +15,7 @@ import torch
 
 from rtvox.audio.mel import MelSpectrogram
 from rtvox.audio.reference import prepare_reference
-from rtvox.constants import EMOTIONS, FRAMES_PER_SECOND, MIN_FRAMES_PER_PHONEME, SAMPLE_RATE, SPEAKER_SAMPLE_RATE
+from rtvox.constants import EMOTIONS, FRAMES_PER_SECOND, MAX_DURATION_SQUEEZE, SAMPLE_RATE, SPEAKER_SAMPLE_RATE
 from rtvox.engines import Engine
 from rtvox.engines.base import resolve_device
 from rtvox.engines.build import build_engines as build_engine_set
@@ -363,21 +363,26 @@ class Synthesizer:
             # Exact total length: share the target among chunks by their natural lengths (an AR model's are unknown
             # before generation: phoneme counts stand in for them).
             total = round(request.duration * FRAMES_PER_SECOND)
-            phonemes = sum(len(i) for i in ids)
-            # every phoneme needs frames to be heard (and every chunk one of its own: 0 is "no target")
-            need = max(MIN_FRAMES_PER_PHONEME * phonemes, len(ids))
-            if total < need:
+            if total < len(ids):  # every chunk needs a frame of its own (0 is "no target": its natural length)
                 raise InputError(
-                    f"duration {request.duration:g} s is too short for this text: its {phonemes} phonemes need at "
-                    f"least {math.ceil(need / FRAMES_PER_SECOND * 100) / 100:g} s "
-                    f"({1000 * MIN_FRAMES_PER_PHONEME / FRAMES_PER_SECOND:.0f} ms each, about 3x the natural pace); "
-                    "give a longer duration or less text",
+                    f"duration {request.duration:g} s is too short for this text ({len(ids)} chunks need at least "
+                    f"{math.ceil(len(ids) / FRAMES_PER_SECOND * 100) / 100:g} s); give a longer duration or less text",
                     param="duration",
                 )
             if isinstance(self.bundle, ARBundle):
                 natural = [len(i) for i in ids]
             else:
                 natural = natural_frames(self.engines, ids, cond, request, prosody, device=self.device, rates=rates)
+                # squeezed further than OpenAI's fastest speed, phonemes drop out of the audio
+                shortest = math.ceil(sum(natural) / MAX_DURATION_SQUEEZE)
+                if total < shortest:
+                    raise InputError(
+                        f"duration {request.duration:g} s is too short for this text: unforced it takes "
+                        f"{sum(natural) / FRAMES_PER_SECOND:.2f} s and a target may squeeze that at most "
+                        f"{MAX_DURATION_SQUEEZE:g}x, to {math.ceil(shortest / FRAMES_PER_SECOND * 100) / 100:g} s; "
+                        "give a longer duration or less text",
+                        param="duration",
+                    )
             targets = allocate_frames(natural, total)
         chunks = tuple(
             PreparedChunk(text=c.text, phonemes=c.phonemes, ids=tuple(i), target_frames=t, positions=pos, rate=r)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rtvox.constants import MAX_INPUT_CHARS, MIN_FRAMES_PER_PHONEME, SPEAKER_EMBED_DIM
+from rtvox.constants import MAX_DURATION_SQUEEZE, MAX_INPUT_CHARS, SPEAKER_EMBED_DIM
 from rtvox.errors import InputError, TextError, VoiceNotFoundError
 from rtvox.runtime.synthesizer import Synthesizer, allocate_frames
 from rtvox.runtime.types import SynthesisRequest, Voice
@@ -130,19 +130,20 @@ def test_allocate_frames_gives_every_chunk_a_frame_when_it_can() -> None:
 
 def test_too_short_a_duration_is_refused_by_name(rsynth: Synthesizer) -> None:
     text = "This is a long passage of text. " * 200  # ~40 chunks
-    with pytest.raises(InputError, match=r"duration 0.2 s is too short for this text: its \d+ phonemes") as info:
+    with pytest.raises(InputError, match=r"duration 0.2 s is too short for this text") as info:
         rsynth.prepare(SynthesisRequest(text=text, duration=0.2, max_chars=len(text)))
     assert info.value.param == "duration"
-    # the floor is two frames (21 ms) per phoneme, prosody marks included: just under it is refused, at it exact
-    short = "This is a short one, then another."
-    phonemes = sum(len(c.ids) for c in rsynth.prepare(SynthesisRequest(text=short)).chunks)
-    floor = MIN_FRAMES_PER_PHONEME * phonemes
-    least = math.ceil(floor / 93.75 * 100) / 100
-    with pytest.raises(InputError, match=rf"its {phonemes} phonemes need at least {least:g} s"):
-        rsynth.prepare(SynthesisRequest(text=short, duration=(floor - 1) / 93.75))
-    prepared = rsynth.prepare(SynthesisRequest(text=short, duration=floor / 93.75))
-    assert min(c.target_frames for c in prepared.chunks) >= 1
-    assert sum(c.target_frames for c in prepared.chunks) == floor
+    # a target may squeeze the text's unforced length at most MAX_DURATION_SQUEEZE-fold: under that it is refused,
+    # naming both lengths; at it, the frames are exact and every chunk has some
+    short = "This is a short one, then another, and a third, and then a fourth one after it."
+    natural = sum(sum(c.durations) for c in rsynth.synthesize(short).chunks)
+    shortest = math.ceil(natural / MAX_DURATION_SQUEEZE)
+    with pytest.raises(InputError, match=rf"unforced it takes {natural / 93.75:.2f} s .* at most 4x") as refused:
+        rsynth.prepare(SynthesisRequest(text=short, duration=(shortest - 1) / 93.75))
+    assert refused.value.param == "duration"
+    prepared = rsynth.prepare(SynthesisRequest(text=short, duration=shortest / 93.75))
+    assert len(prepared.chunks) > 1 and min(c.target_frames for c in prepared.chunks) >= 1
+    assert sum(c.target_frames for c in prepared.chunks) == shortest
 
 
 def test_voice_store_finds_a_clone_by_its_upload_label_and_keeps_reserved_names(tmp_path: Path) -> None:
