@@ -366,7 +366,7 @@ class Synthesizer:
             if total < len(ids):  # every chunk needs a frame of its own (0 is "no target": its natural length)
                 raise InputError(
                     f"duration {request.duration:g} s is too short for this text ({len(ids)} chunks need at least "
-                    f"{math.ceil(len(ids) / FRAMES_PER_SECOND * 100) / 100:g} s); give a longer duration or less text",
+                    f"{_seconds_up(len(ids)):g} s); give a longer duration or less text",
                     param="duration",
                 )
             if isinstance(self.bundle, ARBundle):
@@ -379,7 +379,7 @@ class Synthesizer:
                     raise InputError(
                         f"duration {request.duration:g} s is too short for this text: unforced it takes "
                         f"{sum(natural) / FRAMES_PER_SECOND:.2f} s and a target may squeeze that at most "
-                        f"{MAX_DURATION_SQUEEZE:g}x, to {math.ceil(shortest / FRAMES_PER_SECOND * 100) / 100:g} s; "
+                        f"{MAX_DURATION_SQUEEZE:g}x, to {_seconds_up(shortest):g} s; "
                         "give a longer duration or less text",
                         param="duration",
                     )
@@ -576,3 +576,8 @@ def _whole(stream: Iterable[AudioChunk]) -> SynthesisResult:
 def load_model(model: str | os.PathLike[str] | None = None, **kwargs: Any) -> Synthesizer:
     """Load a model directory (default: the shipped one) into a ready Synthesizer."""
     return Synthesizer(model, **kwargs)
+
+
+def _seconds_up(frames: int) -> float:
+    """`frames` mel frames in seconds, rounded up to the hundredth (a duration a refusal can name that is enough)."""
+    return math.ceil(frames / FRAMES_PER_SECOND * 100) / 100
