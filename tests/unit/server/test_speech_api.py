@@ -255,7 +255,7 @@ def test_tts_references(client: TestClient, fake_service: FakeService) -> None:
         ({"emotion": "bored"}, "emotion"),
         ({"emotion_alpha": 2.5}, "emotion_alpha"),
         ({"duration": 0.01}, "duration"),
-        ({"text": "This sentence has far too many phonemes for a fifth of a second.", "duration": 0.2}, "duration"),
+        ({"text": "Far too many phonemes for a fifth of a second. " * 4, "duration": 0.2}, "duration"),
         ({"speaker_reference": "not base64!"}, "speaker_reference"),
         ({"speaker_reference": base64.b64encode(b"RIFF junk").decode()}, "speaker_reference"),
         ({"unknown_field": 1}, "unknown_field"),
