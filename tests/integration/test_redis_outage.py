@@ -14,6 +14,7 @@ import pytest
 
 from rtvox.runtime import cache_redis
 from rtvox.runtime.service import ServiceConfig
+from rtvox.runtime.voices import CLONE_SUFFIX
 
 from .server_harness import LiveServer
 from .test_cache import RedisServer, needs_server, redis_server  # noqa: F401  (fixture)
@@ -150,3 +151,41 @@ def test_a_clone_deleted_during_an_outage_stays_deleted(
         assert _cache_health(a.url)["status"] == "redis-up"
         assert _speak(a.url, voice) == 400  # not fetched back from the table: the delete was caught up
         assert not redis_server.client().hexists("rtvox:voices", voice)
+
+
+@needs_server
+def test_a_delete_survives_redis_restarting_empty_and_the_deleting_server_restarting(
+    tiny_model: Path,
+    tmp_path: Path,
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """b holds a copy of a clone that a deleted; Redis then comes back empty (table and tombstones gone) and b,
+    catching up first, publishes its copy again. a, restarted meanwhile, still knows its delete from disk: its
+    catch-up removes the entry and sends the tombstone again, so b drops its copy and no server serves the voice."""
+    voices = lambda base: httpx.get(f"{base}/v1/audio/voices", timeout=10)  # noqa: E731 (each read syncs deletes)
+    with _server(tiny_model, tmp_path / "b", redis_server.url) as b:
+        with _server(tiny_model, tmp_path / "a", redis_server.url) as a:
+            voice = _clone(a.url, "Gone")
+            assert _speak(b.url, voice) == 200  # b adopts a copy from the table
+            assert httpx.delete(f"{a.url}/v1/audio/voices/{voice}", timeout=10).status_code == 200
+        assert (tmp_path / "a" / ".deleted" / voice).is_file()
+        assert (tmp_path / "b" / f"{voice}{CLONE_SUFFIX}").is_file()  # b has not read the tombstone yet
+        redis_server.stop()
+        assert voices(b.url).status_code == 200  # b meets the outage (its delete sync fails): it will catch up
+        redis_server.start()  # empty
+        time.sleep(BACKOFF_S + 0.1)
+        assert voices(b.url).status_code == 200
+        table = redis_server.client()
+        assert table.hexists("rtvox:voices", voice)  # b published its copy: Redis forgot the delete
+        with _server(tiny_model, tmp_path / "a", redis_server.url) as a2:
+            assert voices(a2.url).status_code == 200  # a's first contact catches up: its delete again
+            assert not table.hexists("rtvox:voices", voice)
+            assert table.zscore("rtvox:voices:deleted", voice) is not None
+            deadline = time.monotonic() + 5
+            while voice in {v["id"] for v in voices(b.url).json()["data"]}:
+                assert time.monotonic() < deadline, "b kept serving a clone deleted on a"
+                time.sleep(0.2)
+            assert _speak(b.url, voice) == 400
+            assert _speak(a2.url, voice) == 400
+        with _server(tiny_model, tmp_path / "c", redis_server.url) as c:
+            assert _speak(c.url, voice) == 400  # nowhere to adopt it from

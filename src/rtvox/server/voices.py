@@ -5,6 +5,10 @@ Redis URL the clone table is also shared: a clone made on one server is found by
 never needed by a request: while it is away the table is skipped (one probe per backoff, as the embedding tier's),
 and once it answers again what this process could not share (clones made, deletes done) is caught up; if the table
 is gone (a Redis restarted empty) every local clone is published again.
+
+Deletes are remembered on disk (`<clones dir>/.deleted/<id>`, kept DELETED_KEEP_S) by the server that made them, so a
+Redis that comes back empty cannot bring a deleted clone back: each catch-up sends its own deletes again, and a
+server that still holds a copy drops it instead of publishing it.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ REDIS_DELETED_KEY = "rtvox:voices:deleted"
 DELETED_KEEP_S = 30 * 86400.0
 DELETE_SYNC_S = 1.0  # a request for a local clone checks for deletes elsewhere at most this often (in background)
 DELETE_SYNC_SLACK_S = 300.0  # re-read tombstones this far before the newest seen: servers' clocks differ
+DELETED_DIR = ".deleted"  # under the clones folder: one empty file per clone this server deleted, named by its id
 REDIS_TIMEOUT_S = 0.5
 
 
@@ -90,7 +95,6 @@ class VoiceRegistry:
         self._own_state: RedisState | None = None
         self._synced_outages = -1  # the RedisState outage count last caught up with (-1: never reached Redis)
         self._unshared: set[str] = set()  # clones made while the table could not be written
-        self._undeleted: set[str] = set()  # clones deleted meanwhile: their entries would bring them back
         self._catching_up: asyncio.Task[Any] | None = None
         self._deletes_synced_at = -float("inf")  # time.monotonic() of the last read of the deleted ids
         self._deletes_seen_until = -float("inf")  # newest deletion time read so far (the next read starts before it)
@@ -257,11 +261,11 @@ class VoiceRegistry:
             await self._tombstone(voice_id)
         if self._known(voice_id):
             self.store.remove(voice_id)
-            if shared is None and self._redis is not None:  # Redis away: its entry would bring the voice back
-                self._undeleted.add(voice_id)
-                self._unshared.discard(voice_id)
+            self._unshared.discard(voice_id)
         elif not shared:
             raise VoiceNotFoundError(f"no cloned voice with id {voice_id!r}", param="voice_id")
+        if self._redis is not None:  # Redis away or emptied later: the catch-up sends this delete (again)
+            self._remember_delete(voice_id)
 
     # ------------------------------------------------------------------ Redis sharing
     def _state(self) -> RedisState:
@@ -301,31 +305,84 @@ class VoiceRegistry:
 
     async def _catch_up(self, outages: int) -> None:
         """After this process first reaches Redis, or reaches it again after an outage: share what it could not.
-        HSETNX never overwrites an entry another server wrote meanwhile."""
+
+        Its own remembered deletes go first (HDEL, and a tombstone where Redis has none: ZADD NX, scored now so
+        peers that read past the old score still see it); then every tombstone in Redis drops the local copy it
+        names, and only clones no one deleted are published. HSETNX never overwrites an entry another server
+        wrote meanwhile."""
         self._synced_outages = outages
         pending, self._unshared = self._unshared, set()
-        undeleted, self._undeleted = self._undeleted, set()
         try:
+            deleted = self._remembered_deletes()
+            if deleted:
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    pipe.hdel(REDIS_VOICES_KEY, *deleted)
+                    pipe.zadd(REDIS_DELETED_KEY, dict.fromkeys(deleted, time.time()), nx=True)
+                    await pipe.execute()
+            tombstones = {_text(k) for k in await self._redis.zrange(REDIS_DELETED_KEY, 0, -1)}
             local = [v for v in self.store.list() if not v.builtin]  # the store read once (files on disk)
+            dropped = self._drop_local(tombstones, {v.name for v in local})
             if not await self._redis.exists(REDIS_VOICES_KEY):  # new or emptied Redis: publish every local clone
                 pending = {v.name for v in local}
-            clones = [v for v in local if v.name in pending]
-            if clones or undeleted:
+            clones = [v for v in local if v.name in pending and v.name not in tombstones]
+            if clones:
                 async with self._redis.pipeline(transaction=False) as pipe:
                     for voice in clones:
                         pipe.hsetnx(REDIS_VOICES_KEY, voice.name, json.dumps(clone_payload(voice)))
-                    for name in undeleted:
-                        pipe.hdel(REDIS_VOICES_KEY, name)
-                    if undeleted:
-                        pipe.zadd(REDIS_DELETED_KEY, dict.fromkeys(undeleted, time.time()))
                     await pipe.execute()
         except BaseException:
             self._synced_outages = -1  # try again on the next call that reaches Redis
             self._unshared |= pending
-            self._undeleted |= undeleted
             raise
-        if clones or undeleted:
-            log.info("shared %d clone(s) and %d delete(s) with Redis", len(clones), len(undeleted))
+        if clones or deleted or dropped:
+            log.info(
+                "caught up with Redis: shared %d clone(s) and %d delete(s), dropped %d deleted elsewhere",
+                len(clones),
+                len(deleted),
+                len(dropped),
+            )
+
+    def _deleted_dir(self) -> Path:
+        return Path(self.store.clones_dir) / DELETED_DIR
+
+    def _remember_delete(self, name: str) -> None:
+        """A durable note that this server deleted `name` (an empty file; its mtime is the deletion time)."""
+        try:
+            folder = self._deleted_dir()
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).touch()
+        except OSError as exc:  # a read-only clones folder: the delete stands, it just is not sent again
+            log.warning("could not record the delete of %s for Redis catch-ups: %s", name, exc)
+
+    def _remembered_deletes(self) -> tuple[str, ...]:
+        """The clone ids this server (or a worker sharing its clones folder) deleted within DELETED_KEEP_S;
+        older notes are removed."""
+        folder = self._deleted_dir()
+        if not folder.is_dir():
+            return ()
+        horizon = time.time() - DELETED_KEEP_S
+        names = []
+        for path in folder.iterdir():
+            try:
+                if path.stat().st_mtime < horizon:
+                    path.unlink(missing_ok=True)
+                    continue
+                validate_voice_name(path.name)
+            except (OSError, InputError):  # gone meanwhile, or not a note of ours
+                continue
+            names.append(path.name)
+        return tuple(sorted(names))
+
+    def _drop_local(self, names: set[str], local: set[str]) -> tuple[str, ...]:
+        """Remove the local copies of clones deleted elsewhere; returns the ids dropped."""
+        dropped = []
+        for name in sorted(names & local):
+            try:
+                self.store.remove(name)
+            except VoiceNotFoundError:  # a peer sharing the clones folder removed the file first
+                continue
+            dropped.append(name)
+        return tuple(dropped)
 
     async def _tombstone(self, name: str) -> None:
         now = time.time()
@@ -351,16 +408,9 @@ class VoiceRegistry:
         if not rows:
             return
         local = {v.name for v in self.store.list() if not v.builtin}  # the clones folder read once
-        dropped = []
-        for key, score in rows:
-            name = key.decode() if isinstance(key, bytes) else str(key)
+        for _, score in rows:
             self._deletes_seen_until = max(self._deletes_seen_until, float(score))
-            if name in local:
-                try:
-                    self.store.remove(name)
-                except VoiceNotFoundError:  # a peer sharing the clones folder removed the file first
-                    continue
-                dropped.append(name)
+        dropped = self._drop_local({_text(key) for key, _ in rows}, local)
         if dropped:
             log.info("dropped %d clone(s) deleted by another server: %s", len(dropped), ", ".join(dropped))
 
@@ -376,7 +426,7 @@ class VoiceRegistry:
     async def _sync_shared(self) -> None:
         table = await self._redis_call("hgetall", REDIS_VOICES_KEY)
         for key, blob in (table or {}).items():
-            name = key.decode() if isinstance(key, bytes) else str(key)
+            name = _text(key)
             if not self._known(name):
                 self._adopt(blob)
 
@@ -388,3 +438,7 @@ class VoiceRegistry:
             log.warning("skipping a malformed shared voice entry: %s", exc)
             return False
         return True
+
+
+def _text(key: bytes | str) -> str:
+    return key.decode() if isinstance(key, bytes) else str(key)
