@@ -15,7 +15,7 @@ import typer
 
 from rtvox.cli_errors import check_listen, check_output_path, no_empty_folder_left, one_message
 from rtvox.constants import AUDIO_FORMATS, SAMPLE_RATE
-from rtvox.errors import InputError, TextError
+from rtvox.errors import InputError, RtvoxError, TextError, VoiceNotFoundError
 from rtvox.eval.commands import register as register_eval
 from rtvox.training.commands import train_app
 
@@ -276,14 +276,48 @@ def voices_add(
 
 
 @voices_app.command("rm")
-def voices_rm(name: Annotated[str, typer.Argument(help="Cloned voice to remove")], model: ModelOpt = None) -> None:
-    """Remove a cloned voice."""
+def voices_rm(
+    name: Annotated[str, typer.Argument(help="Cloned voice to remove")],
+    model: ModelOpt = None,
+    redis_url: Annotated[
+        str | None,
+        typer.Option(
+            "--redis-url",
+            envvar="RTVOX_REDIS_URL",
+            help="Also delete it where servers share clones (as DELETE /v1/audio/voices/{id} does)",
+        ),
+    ] = None,
+) -> None:
+    """Remove a cloned voice (from the local clones folder and, with a Redis URL, from every server)."""
 
     def body() -> None:
         from rtvox.runtime import Synthesizer
 
-        Synthesizer(model, device="cpu").voices.remove(name)
-        typer.echo(f"removed voice {name}")
+        store = Synthesizer(model, device="cpu").voices
+        if not redis_url:
+            store.remove(name)
+            typer.echo(f"removed voice {name}")
+            return
+        from rtvox.runtime.voices import validate_voice_name
+        from rtvox.server.voices import delete_shared, remember_delete
+
+        local = store.has(name) or bool(store.labelled(name))
+        voice_id = store.get(name).name if local else name  # a label names its one clone's id
+        if local:
+            store.remove(voice_id)  # a built-in is refused here
+        else:
+            validate_voice_name(name)  # only an id reaches the shared table
+        try:
+            shared = delete_shared(redis_url, voice_id)
+        except RtvoxError as exc:
+            if not local:
+                raise
+            remember_delete(store.clones_dir, voice_id)  # a server on this folder sends it at its next catch-up
+            raise RtvoxError(f"removed voice {voice_id} here, but not from the shared table: {exc}") from None
+        if not (local or shared):
+            raise VoiceNotFoundError(f"no cloned voice named {name!r} here or in Redis", param="voice")
+        remember_delete(store.clones_dir, voice_id)
+        typer.echo(f"removed voice {voice_id}" + (" (and from Redis)" if shared else ""))
 
     _run(body)
 

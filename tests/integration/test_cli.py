@@ -16,6 +16,8 @@ from rtvox.audio import decode_audio
 from rtvox.cli import app
 from rtvox.constants import FRAMES_PER_SECOND, HOP_LENGTH, SAMPLE_RATE
 
+from .test_cache import RedisServer, needs_server, redis_server  # noqa: F401  (fixture)
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 runner = CliRunner()
 
@@ -278,3 +280,41 @@ def test_a_second_run_of_the_same_document_is_refused_before_the_model_loads(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["book.txt", "book.wav"]
     wav, sr = decode_audio(out)
     assert sr == SAMPLE_RATE and wav.size > 0
+
+
+@needs_server
+def test_voices_rm_with_a_redis_url_deletes_the_shared_clone_too(
+    tiny_model: Path,
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """`voices rm --redis-url` does what DELETE /v1/audio/voices/{id} does to the shared table (the entry gone, a
+    tombstone for the servers holding a copy, a note for later catch-ups); an id only Redis holds is deleted there;
+    a Redis that does not answer is an error that says the local delete happened."""
+    model = ["--model", str(tiny_model)]
+    clones = Path(os.environ["RTVOX_VOICES_DIR"])
+    table = redis_server.client()
+    added = runner.invoke(
+        app, ["voices", "add", "voice_00000000000000aa", str(DATA / "speech_en_female_16k.wav"), *model]
+    )
+    assert added.exit_code == 0, added.output
+    table.hset("rtvox:voices", mapping={"voice_00000000000000aa": "{}", "voice_00000000000000bb": "{}"})
+    url = ["--redis-url", redis_server.url]
+    done = runner.invoke(app, ["voices", "rm", "voice_00000000000000aa", *model, *url])
+    assert done.exit_code == 0 and "and from Redis" in done.output, done.output
+    assert not table.hexists("rtvox:voices", "voice_00000000000000aa")
+    assert table.zscore("rtvox:voices:deleted", "voice_00000000000000aa") is not None
+    assert (clones / ".deleted" / "voice_00000000000000aa").is_file()
+    remote = runner.invoke(app, ["voices", "rm", "voice_00000000000000bb", *model, *url])  # not in this folder
+    assert remote.exit_code == 0 and not table.hexists("rtvox:voices", "voice_00000000000000bb"), remote.output
+    nowhere = runner.invoke(app, ["voices", "rm", "voice_00000000000000cc", *model, *url])
+    assert nowhere.exit_code == 2 and "here or in Redis" in nowhere.output, nowhere.output
+    builtin = runner.invoke(app, ["voices", "rm", "anna", *model, *url])
+    assert builtin.exit_code == 2 and "built-in" in builtin.output, builtin.output
+    runner.invoke(app, ["voices", "add", "voice_00000000000000dd", str(DATA / "speech_en_male_16k.wav"), *model])
+    redis_server.stop()
+    down = runner.invoke(app, ["voices", "rm", "voice_00000000000000dd", *model, *url])
+    assert down.exit_code == 1, down.output
+    assert "removed voice voice_00000000000000dd here, but not from the shared table" in down.output
+    assert "did not answer" in down.output
+    assert not (clones / "voice_00000000000000dd.voice.json").exists()
+    assert (clones / ".deleted" / "voice_00000000000000dd").is_file()  # sent by a server's next catch-up

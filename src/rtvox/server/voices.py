@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import redis
 
-from rtvox.errors import AudioInputError, InputError, VoiceNotFoundError
+from rtvox.errors import AudioInputError, InputError, RtvoxError, VoiceNotFoundError
 from rtvox.runtime.cache_redis import DEFAULT_RETRY_BACKOFF_S, RedisState, redact_url
 from rtvox.runtime.synthesizer import Synthesizer
 from rtvox.runtime.types import SynthesisRequest, SynthesisResult, Voice
@@ -68,6 +68,36 @@ def map_openai_voices(builtins: list[Voice]) -> dict[str, str]:
 
 def new_clone_id() -> str:
     return CLONE_ID_PREFIX + secrets.token_hex(8)
+
+
+def remember_delete(clones_dir: Path, name: str) -> None:
+    """A durable note that `name` was deleted here (an empty file; its mtime is the deletion time), which every
+    Redis catch-up of a server on this clones folder sends again (VoiceRegistry._catch_up)."""
+    try:
+        folder = Path(clones_dir) / DELETED_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).touch()
+    except OSError as exc:  # a read-only clones folder: the delete stands, it just is not sent again
+        log.warning("could not record the delete of %s for Redis catch-ups: %s", name, exc)
+
+
+def delete_shared(redis_url: str, voice_id: str) -> bool:
+    """Delete a clone from the Redis-shared table as `DELETE /v1/audio/voices/{id}` does (the entry, and a
+    tombstone from which the servers holding a copy drop it), for callers without a server (`rtvox voices rm`).
+    Returns whether Redis had the entry; raises RtvoxError when Redis does not answer."""
+    client = redis.Redis.from_url(redis_url, socket_timeout=REDIS_TIMEOUT_S, socket_connect_timeout=REDIS_TIMEOUT_S)
+    now = time.time()
+    try:
+        with client.pipeline(transaction=False) as pipe:
+            pipe.hdel(REDIS_VOICES_KEY, voice_id)
+            pipe.zadd(REDIS_DELETED_KEY, {voice_id: now})
+            pipe.zremrangebyscore(REDIS_DELETED_KEY, "-inf", now - DELETED_KEEP_S)
+            shared = pipe.execute()[0]
+    except (redis.exceptions.RedisError, OSError) as exc:
+        raise RtvoxError(f"Redis at {redact_url(redis_url)} did not answer ({type(exc).__name__}: {exc})") from None
+    finally:
+        client.close()
+    return bool(shared)
 
 
 class VoiceRegistry:
@@ -265,7 +295,7 @@ class VoiceRegistry:
         elif not shared:
             raise VoiceNotFoundError(f"no cloned voice with id {voice_id!r}", param="voice_id")
         if self._redis is not None:  # Redis away or emptied later: the catch-up sends this delete (again)
-            self._remember_delete(voice_id)
+            remember_delete(self.store.clones_dir, voice_id)
 
     # ------------------------------------------------------------------ Redis sharing
     def _state(self) -> RedisState:
@@ -342,22 +372,10 @@ class VoiceRegistry:
                 len(dropped),
             )
 
-    def _deleted_dir(self) -> Path:
-        return Path(self.store.clones_dir) / DELETED_DIR
-
-    def _remember_delete(self, name: str) -> None:
-        """A durable note that this server deleted `name` (an empty file; its mtime is the deletion time)."""
-        try:
-            folder = self._deleted_dir()
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / name).touch()
-        except OSError as exc:  # a read-only clones folder: the delete stands, it just is not sent again
-            log.warning("could not record the delete of %s for Redis catch-ups: %s", name, exc)
-
     def _remembered_deletes(self) -> tuple[str, ...]:
         """The clone ids this server (or a worker sharing its clones folder) deleted within DELETED_KEEP_S;
         older notes are removed."""
-        folder = self._deleted_dir()
+        folder = Path(self.store.clones_dir) / DELETED_DIR
         if not folder.is_dir():
             return ()
         horizon = time.time() - DELETED_KEEP_S
