@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import Tensor
+from zero_initial_probe import first_slot, hear  # the first slot and the hearing as measured there
 
-from rtvox.constants import HOP_LENGTH, SAMPLE_RATE
 from rtvox.eval.asr import WhisperJudge
 from rtvox.models.bundle import ModelBundle
 from rtvox.runtime.synthesizer import Synthesizer
@@ -56,19 +56,14 @@ def main() -> None:
     adaptor.energy.register_forward_hook(lift_first)
     adaptor.pitch.register_forward_hook(lift_first)
     judge = WhisperJudge()
-    pad = np.zeros(int(0.33 * SAMPLE_RATE), np.float32)
     for mode in ("show", "e", "ep"):
         MODE["now"] = mode
         for text, lang in TEXTS:
             result = synth.synthesize(text)
             wav = np.asarray(result.audio, dtype=np.float32)
-            chunk = result.chunks[0]
-            spoken = [(p, d) for p, d in zip(chunk.phonemes, chunk.durations, strict=True) if d > 0]
-            first, first_frames = spoken[0]
-            span = wav[: first_frames * HOP_LENGTH]
-            dbfs = 20 * np.log10(np.sqrt(np.mean(span**2)) + 1e-9)
-            heard = judge.transcribe(np.concatenate([pad, wav, pad]), SAMPLE_RATE, lang).text
-            frames = list(chunk.durations[:4])
+            first, first_frames, dbfs = first_slot(result, wav)
+            heard = hear(judge, wav, lang)
+            frames = list(result.chunks[0].durations[:4])
             print(mode, text, first, first_frames, f"{dbfs:.1f} dBFS", "->", heard, "| frames", frames, flush=True)
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from rtvox.constants import HOP_LENGTH, SAMPLE_RATE
 from rtvox.eval.asr import WhisperJudge
 from rtvox.runtime.synthesizer import Synthesizer
+from rtvox.runtime.types import SynthesisResult
 
 TEXTS: tuple[tuple[str, str], ...] = (
     ("啊", "zh"),
@@ -41,6 +42,22 @@ TEXTS: tuple[tuple[str, str], ...] = (
 )
 
 
+def first_slot(result: SynthesisResult, wav: np.ndarray) -> tuple[str, int, float]:
+    """The first chunk's first sounding phoneme, its frames and the audio's RMS level over them (dBFS)."""
+    chunk = result.chunks[0]
+    spoken = [(p, d) for p, d in zip(chunk.phonemes, chunk.durations, strict=True) if d > 0]
+    first, frames = spoken[0] if spoken else ("", 0)
+    span = wav[: frames * HOP_LENGTH]
+    dbfs = float(20 * np.log10(np.sqrt(np.mean(span**2)) + 1e-9)) if span.size else float("-inf")
+    return first, frames, dbfs
+
+
+def hear(judge: WhisperJudge, wav: np.ndarray, lang: str) -> str:
+    """What Whisper hears, with 0.33 s of silence on each side (as `rtvox eval`)."""
+    pad = np.zeros(SAMPLE_RATE // 3, np.float32)
+    return judge.transcribe(np.concatenate([pad, wav, pad]), SAMPLE_RATE, lang).text
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, required=True)
@@ -53,13 +70,8 @@ def main() -> None:
         wav = np.asarray(result.audio, dtype=np.float32)
         frames = wav[: wav.shape[0] // 240 * 240].reshape(-1, 240)
         active = float((np.sqrt((frames**2).mean(1)) > 0.02).mean()) if frames.size else 0.0
-        chunk = result.chunks[0]
-        spoken = [(p, d) for p, d in zip(chunk.phonemes, chunk.durations, strict=True) if d > 0]
-        first, first_frames = spoken[0] if spoken else ("", 0)
-        span = wav[: first_frames * HOP_LENGTH]
-        first_dbfs = float(20 * np.log10(np.sqrt(np.mean(span**2)) + 1e-9)) if span.size else float("-inf")
-        pad = np.zeros(SAMPLE_RATE // 3, np.float32)
-        heard = judge.transcribe(np.concatenate([pad, wav, pad]), SAMPLE_RATE, lang).text
+        first, first_frames, first_dbfs = first_slot(result, wav)
+        heard = hear(judge, wav, lang)
         row = {
             "text": text,
             "seconds": round(wav.shape[0] / SAMPLE_RATE, 3),
