@@ -146,3 +146,20 @@ def test_clone_with_unusable_references_fails_before_rendering(
     assert result.exit_code == 2
     assert "no usable reference clip" in result.output and "too_short.wav" in result.output
     assert not out.exists()
+
+
+def test_two_sets_of_one_language_are_both_kept(
+    tiny_model: Path, sentence_files: dict[str, Path], tmp_path: Path
+) -> None:
+    other = tmp_path / "heldout" / "sentences_en.txt"
+    other.parent.mkdir()
+    other.write_text("Only one more thing.\n", encoding="utf-8")
+    out = tmp_path / "two.json"
+    sets = f"en={sentence_files['en']},en={other}"
+    result = CliRunner().invoke(app, ["eval", "--model", str(tiny_model), "--sets", sets, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert list(data["sets"]) == ["en", f"en={other}"]
+    assert data["sets"]["en"]["summary"]["n"] == 2 and data["sets"][f"en={other}"]["summary"]["n"] == 1
+    assert data["sets"][f"en={other}"]["items"][0]["text"] == "Only one more thing."
+    assert f"| en={other} | 1 |" in out.with_suffix(".md").read_text(encoding="utf-8")

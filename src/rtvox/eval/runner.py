@@ -108,10 +108,16 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
     results["sets"] = {}
     for sentence_set in sets:
         keep = options.keep_audio / "asr" if options.keep_audio else None
-        results["sets"][sentence_set.lang] = evaluate_set(sentence_set, render, asr, keep_audio=keep)
-        summary = results["sets"][sentence_set.lang]["summary"]
+        # a language's first set is keyed by the language, later ones by LANG=FILE, so none overwrites another
+        key = (
+            sentence_set.lang
+            if sentence_set.lang not in results["sets"]
+            else f"{sentence_set.lang}={sentence_set.path}"
+        )
+        results["sets"][key] = evaluate_set(sentence_set, render, asr, keep_audio=keep)
+        summary = results["sets"][key]["summary"]
         summary["path"] = str(sentence_set.path)
-        log(f"{sentence_set.lang}: {summary['primary']} {summary['metrics'][summary['primary']]['rate']:.3f}")
+        log(f"{key}: {summary['primary']} {summary['metrics'][summary['primary']]['rate']:.3f}")
     if synth is not None:
         _model_only(synth, options, asr, results)
     results["wall_s"] = round(time.perf_counter() - started, 1)
