@@ -156,10 +156,13 @@ def test_two_sets_of_one_language_are_both_kept(
     other.write_text("Only one more thing.\n", encoding="utf-8")
     out = tmp_path / "two.json"
     sets = f"en={sentence_files['en']},en={other}"
-    result = CliRunner().invoke(app, ["eval", "--model", str(tiny_model), "--sets", sets, "--out", str(out)])
+    args = ["eval", "--model", str(tiny_model), "--sets", sets, "--out", str(out), "--duration"]
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text(encoding="utf-8"))
     assert list(data["sets"]) == ["en", f"en={other}"]
+    texts = {item["text"] for item in data["duration"]["items"]}
+    assert EN in texts and "Only one more thing." not in texts  # the expressive tests take the first set's
     assert data["sets"]["en"]["summary"]["n"] == 2 and data["sets"][f"en={other}"]["summary"]["n"] == 1
     assert data["sets"][f"en={other}"]["items"][0]["text"] == "Only one more thing."
     assert f"| en={other} | 1 |" in out.with_suffix(".md").read_text(encoding="utf-8")

@@ -66,8 +66,13 @@ def _model_renderer(synth: Any, voice: str | None) -> Renderer:
 
 
 def _by_lang(sets: list[SentenceSet], cap: int) -> dict[str, list[str]]:
-    """First `cap` sentences of the en and zh sets (the emotion, cloning and duration tests' material)."""
-    return {s.lang: list(s.sentences[:cap]) for s in sets if s.lang in ("en", "zh")}
+    """First `cap` sentences of the first en and the first zh set (the emotion, cloning and duration tests'
+    material; later sets of a language are scored for intelligibility only)."""
+    out: dict[str, list[str]] = {}
+    for s in sets:
+        if s.lang in ("en", "zh") and s.lang not in out:
+            out[s.lang] = list(s.sentences[:cap])
+    return out
 
 
 def _other_gender_voice(synth: Any, default: str) -> list[str]:
