@@ -57,6 +57,7 @@ VOICES_META_NAME = "voices.json"
 CARD_NAME = "MODEL_CARD.md"
 MODULES: tuple[str, ...] = ("acoustic", "vocoder", "emotion")  # weight file stems
 LANGUAGE_RATE_MIN, LANGUAGE_RATE_MAX = 0.5, 2.0  # a config's natural-rate factors stay within the speed range
+LEAD_IN_MAX_CHARS = 16  # config `lead_in`: a word and a pause, not a sentence
 TIMBRE_MATCH_MAX = 2.0  # config `timbre_match`: past 1 the clone overshoots its reference's spectrum
 EMOTION_STRENGTH_MIN, EMOTION_STRENGTH_MAX = 0.25, 2.0  # a label's calibrated strength, times the request's alpha
 MAX_FILE_BYTES = 16 * 2**20  # per safetensors file; larger modules are sharded
@@ -96,6 +97,10 @@ class ModelConfig:
     # log-mel and the model's own rendering of its embedding that is added to a clone's mel. 0 (the default, no
     # key written) leaves clones as the embedding alone makes them.
     timbre_match: float = 0.0
+    # A throw-away lead-in per language tag ("en", "zh"): a short word and a pause spoken before every chunk whose
+    # first phoneme is of that language and cut off its audio, for models that render a chunk's first phoneme as
+    # lead-in silence (docs/QUALITY.md, "A lead-in"). Empty (the default) writes no key.
+    lead_in: dict[str, str] = dataclasses.field(default_factory=dict)
     format_version: int = FORMAT_VERSION
 
     # whole-model preset → (acoustic, vocoder, emotion) presets
@@ -125,6 +130,11 @@ class ModelConfig:
         match = self.timbre_match
         if isinstance(match, bool) or not isinstance(match, int | float) or not 0.0 <= match <= TIMBRE_MATCH_MAX:
             raise ValueError(f"timbre_match = {match!r} must be a number from 0 to {TIMBRE_MATCH_MAX}")
+        for lang, text in self.lead_in.items():
+            if lang not in ("zh", "en") or not isinstance(text, str) or not 0 < len(text.strip()) <= LEAD_IN_MAX_CHARS:
+                raise ValueError(
+                    f"lead_in[{lang!r}] must be a text of 1-{LEAD_IN_MAX_CHARS} characters, for language zh or en"
+                )
         for label, strength in self.emotion_strength.items():
             if label not in EMOTIONS or label == "neutral":
                 labels = ", ".join(EMOTIONS[1:])
@@ -174,7 +184,7 @@ class ModelConfig:
         for key in ("acoustic", "vocoder", "emotion"):
             data[key] = data[key].to_dict()
         data["skip_symbols"] = list(self.skip_symbols)
-        for key in ("language_rates", "emotion_strength"):
+        for key in ("language_rates", "emotion_strength", "lead_in"):
             if data[key]:
                 data[key] = dict(sorted(data[key].items()))
             else:  # as the empty priors below: no key, same model_hash as before the field existed
@@ -197,7 +207,11 @@ class ModelConfig:
         data["emotion"] = EmotionConfig.from_dict(data["emotion"])
         data["emotion_prosody"] = EmotionProsody.from_dict(data.get("emotion_prosody", {}))
         data["emotion_speaker_shift"] = EmotionSpeakerShift.from_dict(data.get("emotion_speaker_shift", {}))
-        for key, what in (("language_rates", "language -> rate"), ("emotion_strength", "emotion -> strength")):
+        for key, what in (
+            ("language_rates", "language -> rate"),
+            ("emotion_strength", "emotion -> strength"),
+            ("lead_in", "language -> text"),
+        ):
             value = data.get(key, {})
             if not isinstance(value, dict):
                 raise ModelError(f"{CONFIG_NAME}: {key} must be an object of {what}; {_FIX}")

@@ -37,22 +37,49 @@ class PreparedChunk:
 
     text: str  # normalized text the chunk speaks
     phonemes: tuple[str, ...]  # its phonemes, boundary tokens included
-    ids: tuple[int, ...]  # vocabulary ids of the phonemes the model sees
-    target_frames: int  # exact frame count for the chunk (0 = the model's natural length)
+    ids: tuple[int, ...]  # vocabulary ids the model sees: the lead-in's `lead` ids, then the phonemes'
+    target_frames: int  # exact frame count the model renders, lead-in included (0 = the model's natural length)
     # where each id's phoneme sits in `phonemes` (the model's skip_symbols are left out and take 0 frames);
     # empty: one id per phoneme
     positions: tuple[int, ...] = ()
     # the model's natural-rate factor for the chunk's languages (ModelConfig.chunk_rate), times the request's speed
     rate: float = 1.0
+    # ids of a throw-away lead-in at the front of `ids` (ModelConfig.lead_in): their frames are cut off the audio
+    lead: int = 0
+    # with a lead-in and a target: the exact frame count of the audio kept (the last frames rendered); 0: none
+    content_frames: int = 0
 
     def phoneme_durations(self, durations: Sequence[int]) -> tuple[int, ...]:
-        """Frames per phoneme of `phonemes` from the model's frames per id."""
+        """Frames per phoneme of `phonemes` from the model's frames per id (lead-in already cut)."""
         if not self.positions:
             return tuple(int(d) for d in durations)
         out = [0] * len(self.phonemes)
         for position, d in zip(self.positions, durations, strict=True):
             out[position] = int(d)
         return tuple(out)
+
+    def cut_lead(self, wav: np.ndarray, frames_per_id: Sequence[int]) -> tuple[np.ndarray, list[int]]:
+        """(audio, frames per phoneme id) of the chunk itself from what the model rendered for `ids`.
+
+        Without a target the lead-in's frames go; with one (`content_frames`), the first frames past it, so the
+        chunk is exactly its target long. The frames gained or lost are the first phoneme's (then the next's), so
+        the durations still sum to the audio's frames."""
+        frames = [int(d) for d in frames_per_id]
+        if not self.lead:
+            return wav, frames
+        lead_frames, total = sum(frames[: self.lead]), sum(frames)
+        cut = min(max(total - self.content_frames, 0), total) if self.content_frames else lead_frames
+        out = frames[self.lead :]
+        extra = lead_frames - cut  # > 0: frames of the lead-in's pause kept; < 0: the chunk's first frames cut
+        if extra > 0 and out:
+            out[0] += extra
+        for i in range(len(out)):
+            if extra >= 0:
+                break
+            take = min(out[i], -extra)
+            out[i] -= take
+            extra += take
+        return wav[cut * HOP_LENGTH :], out
 
 
 @dataclass(frozen=True)
@@ -72,7 +99,8 @@ class PreparedRequest:
 
     @property
     def phoneme_count(self) -> int:
-        return sum(len(c.ids) for c in self.chunks)
+        """The text's phoneme ids (lead-ins are not the request's: limits count without them)."""
+        return sum(len(c.ids) - c.lead for c in self.chunks)
 
     def estimated_seconds(self) -> float:
         """Audio length for limit checks: exact with a target duration, else a deliberately long estimate."""
@@ -158,6 +186,26 @@ def allocate_frames(natural: list[int], total: int) -> list[int]:
     return [int(f) for f in frames]
 
 
+def natural_durations(
+    engines: Mapping[str, Engine],
+    chunks: Sequence[Sequence[int]],
+    cond: torch.Tensor,
+    request: SynthesisRequest,
+    prosody: ProsodyRow = IDENTITY_ROW,
+    *,
+    device: torch.device | None = None,
+    rates: Sequence[float] | None = None,
+) -> list[list[int]]:
+    """Each chunk's frames per id with no target, from one batched acoustic_encode call on `device` (default:
+    cond's); `rates`: each chunk's rate factor (default 1)."""
+    factors = [1.0] * len(chunks) if rates is None else rates
+    rows = [(ids, cond, request, 0, prosody, rate) for ids, rate in zip(chunks, factors, strict=True)]
+    inputs = encode_inputs(rows, device or cond.device)
+    _, durations = engines["acoustic_encode"](*inputs)[:2]
+    table = durations.tolist()
+    return [[int(d) for d in row[: len(ids)]] for row, ids in zip(table, chunks, strict=True)]
+
+
 def natural_frames(
     engines: Mapping[str, Engine],
     chunks: Sequence[Sequence[int]],
@@ -168,13 +216,9 @@ def natural_frames(
     device: torch.device | None = None,
     rates: Sequence[float] | None = None,
 ) -> list[int]:
-    """Each chunk's frame count with no target, from one batched acoustic_encode call on `device` (default:
-    cond's); `rates`: each chunk's rate factor (default 1)."""
-    factors = [1.0] * len(chunks) if rates is None else rates
-    rows = [(ids, cond, request, 0, prosody, rate) for ids, rate in zip(chunks, factors, strict=True)]
-    inputs = encode_inputs(rows, device or cond.device)
-    _, durations = engines["acoustic_encode"](*inputs)[:2]
-    return [int(d) for d in durations.sum(1).tolist()]
+    """Each chunk's frame count with no target (`natural_durations` summed)."""
+    table = natural_durations(engines, chunks, cond, request, prosody, device=device, rates=rates)
+    return [sum(row) for row in table]
 
 
 def shape_mel(mel: torch.Tensor, prepared: PreparedRequest) -> torch.Tensor:
@@ -302,14 +346,16 @@ def _finisher(
 
 
 def audio_chunk(job: ChunkJob, wav: np.ndarray, frames_per_id: Sequence[int]) -> AudioChunk:
-    """The AudioChunk of one job's vocoded chunk (either family's step)."""
+    """The AudioChunk of one job's vocoded chunk (either family's step): `wav` and `frames_per_id` as rendered
+    for the chunk's ids, its lead-in cut off here."""
     chunk = job.prepared.chunks[job.index]
+    wav, frames = chunk.cut_lead(wav, frames_per_id)
     return AudioChunk(
         index=job.index,
         audio=np.ascontiguousarray(wav, dtype=np.float32),
         text=chunk.text,
         is_last=job.index == len(job.prepared.chunks) - 1,
         phonemes=chunk.phonemes,
-        durations=chunk.phoneme_durations(frames_per_id),
+        durations=chunk.phoneme_durations(frames),
         warnings=job.prepared.warnings if job.index == 0 else (),
     )

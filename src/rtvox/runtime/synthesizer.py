@@ -38,7 +38,7 @@ from rtvox.runtime.steps import (
     PreparedRequest,
     allocate_frames,
     launch_pipeline_step,
-    natural_frames,
+    natural_durations,
     ready,
     run_chunk_step,
     run_pipeline_step,
@@ -104,6 +104,7 @@ class Synthesizer:
         self.bundle = load_bundle(self.model_dir, device=self.device, dtype=torch.float32)
         self.vocab = Vocabulary.from_dict(self.bundle.vocab)
         self.frontend = Frontend(lexicon=lexicon)
+        self.lead_ids = self._lead_ids()
         self.voices = VoiceStore(self._builtin_voices(), clones_dir=voices_dir)
         self.default_voice = self.bundle.config.default_voice or self.voices.builtin_names[0]
         self._speaker_encoder: SpeakerEncoder | None = None
@@ -121,6 +122,28 @@ class Synthesizer:
         self.build_engines()
 
     # ------------------------------------------------------------------ setup helpers
+
+    def _lead_ids(self) -> dict[str, tuple[int, ...]]:
+        """The model's lead-in per language (ModelConfig.lead_in) as the ids it sees."""
+        config = self.bundle.config
+        if not isinstance(config, ModelConfig):
+            return {}
+        out = {}
+        for lang, text in config.lead_in.items():
+            try:
+                phonemes = lead_in_phonemes(self.frontend, lang, text)
+            except ValueError as e:
+                raise ModelError(f"config.json: {e}") from e
+            ids, _ = self.vocab.encode_for_model(phonemes, config.skip_symbols)
+            out[lang] = tuple(ids)
+        return out
+
+    def chunk_lead(self, phonemes: Sequence[str]) -> tuple[int, ...]:
+        """The lead-in ids for a chunk: those of its first tagged phoneme's language (none if the model has none)."""
+        if not self.lead_ids:
+            return ()
+        lang = next((p.split(":", 1)[0] for p in phonemes if ":" in p), "")
+        return self.lead_ids.get(lang, ())
 
     def _builtin_voices(self) -> list[Voice]:
         meta: dict[str, dict[str, Any]] = {m["name"]: m for m in self.bundle.voices_meta}
@@ -350,8 +373,9 @@ class Synthesizer:
         cond = self.condition(request)
         prosody, tilt = self.emotion_prosody(request)
         skip = self.bundle.config.skip_symbols
+        leads = [self.chunk_lead(chunk.phonemes) for chunk in front.chunks]
         encoded = [self.vocab.encode_for_model(chunk.phonemes, skip) for chunk in front.chunks]
-        ids = [i for i, _ in encoded]
+        ids = [list(lead) + i for lead, (i, _) in zip(leads, encoded, strict=True)]
         # Language rates are the neutral speaking rate: a label's prosody prior sets its own duration ratio (solved
         # against the model's native rate), so emotional requests keep that; the AR family keeps its own lengths.
         config = self.bundle.config
@@ -359,6 +383,7 @@ class Synthesizer:
         if isinstance(config, ModelConfig) and prosody == IDENTITY_ROW:
             rates = [config.chunk_rate(c.phonemes) for c in front.chunks]
         targets = [0] * len(ids)
+        contents = [0] * len(ids)
         if request.duration is not None:
             # Exact total length: share the target among chunks by their natural lengths (an AR model's are unknown
             # before generation: phoneme counts stand in for them).
@@ -369,10 +394,13 @@ class Synthesizer:
                     f"{_seconds_up(len(ids)):g} s); give a longer duration or less text",
                     param="duration",
                 )
+            lead_frames = [0] * len(ids)
             if isinstance(self.bundle, ARBundle):
                 natural = [len(i) for i in ids]
             else:
-                natural = natural_frames(self.engines, ids, cond, request, prosody, device=self.device, rates=rates)
+                table = natural_durations(self.engines, ids, cond, request, prosody, device=self.device, rates=rates)
+                lead_frames = [sum(row[: len(lead)]) for row, lead in zip(table, leads, strict=True)]
+                natural = [sum(row) - n for row, n in zip(table, lead_frames, strict=True)]
                 # squeezed further than OpenAI's fastest speed, phonemes drop out of the audio
                 shortest = math.ceil(sum(natural) / MAX_DURATION_SQUEEZE)
                 if total < shortest:
@@ -384,9 +412,26 @@ class Synthesizer:
                         param="duration",
                     )
             targets = allocate_frames(natural, total)
+            if any(leads):
+                # the model renders the lead-in too, stretched as the chunk is; the audio keeps the chunk's target
+                contents = [t if lead else 0 for t, lead in zip(targets, leads, strict=True)]
+                targets = [
+                    t + round(n * t / max(nat, 1)) for t, n, nat in zip(targets, lead_frames, natural, strict=True)
+                ]
         chunks = tuple(
-            PreparedChunk(text=c.text, phonemes=c.phonemes, ids=tuple(i), target_frames=t, positions=pos, rate=r)
-            for c, (i, pos), t, r in zip(front.chunks, encoded, targets, rates, strict=True)
+            PreparedChunk(
+                text=c.text,
+                phonemes=c.phonemes,
+                ids=tuple(i),
+                target_frames=t,
+                positions=pos,
+                rate=r,
+                lead=len(lead),
+                content_frames=k,
+            )
+            for c, i, (_, pos), t, r, lead, k in zip(
+                front.chunks, ids, encoded, targets, rates, leads, contents, strict=True
+            )
         )
         prepared = PreparedRequest(
             request=request,
@@ -564,6 +609,20 @@ class Synthesizer:
                 self._cond_cache.clear()
             self._cond_cache[key] = cond
         return cond
+
+
+def lead_in_phonemes(frontend: Frontend, lang: str, text: str) -> list[str]:
+    """A lead-in text's phonemes (ModelConfig.lead_in) with a comma's pause (#3) in place of its closing boundary,
+    so a chunk's own first phoneme follows a pause; ValueError unless it reads as one short `lang` phrase."""
+    chunks = frontend.process(text).chunks
+    phonemes = list(chunks[0].phonemes) if len(chunks) == 1 else []
+    if not any(p.startswith(f"{lang}:") for p in phonemes):
+        raise ValueError(f"lead_in[{lang!r}] = {text!r} must read as one short {lang} phrase")
+    if phonemes[-1].startswith("#"):
+        phonemes[-1] = "#3"
+    else:
+        phonemes.append("#3")
+    return phonemes
 
 
 def _whole(stream: Iterable[AudioChunk]) -> SynthesisResult:

@@ -478,6 +478,46 @@ def timbre_match(
     typer.echo(f"timbre_match {config.timbre_match:g}; wrote {model / 'config.json'}")
 
 
+@train_app.command("lead-in")
+def lead_in(
+    model: Annotated[Path, typer.Option("--model", help="model directory whose config.json gets the lead-ins")],
+    pairs: Annotated[list[str], typer.Argument(help='LANG=TEXT pairs, e.g. "en=So," (an empty TEXT removes it)')],
+) -> None:
+    """Set the throw-away lead-in per language in MODEL/config.json ("lead_in"): TEXT and a pause are spoken
+    before every chunk whose first phoneme is of LANG and cut off its audio, for a model that renders a chunk's
+    first phoneme as lead-in silence. rtvox-small uses en=So, (docs/QUALITY.md, "8.9.2")."""
+    import dataclasses
+
+    from rtvox.models.bundle import LEAD_IN_MAX_CHARS, ModelConfig
+    from rtvox.runtime.synthesizer import lead_in_phonemes
+    from rtvox.text import Frontend
+    from rtvox.training.prosody_prior import update_config
+
+    parsed: dict[str, str] = {}
+    frontend = Frontend()
+    for pair in pairs:
+        lang, sep, text = pair.partition("=")
+        if not sep or lang not in ("zh", "en") or len(text.strip()) > LEAD_IN_MAX_CHARS:
+            raise typer.BadParameter(
+                f"{pair!r}: give LANG=TEXT with LANG zh or en and TEXT of at most {LEAD_IN_MAX_CHARS} characters",
+                param_hint="LANG=TEXT...",
+            )
+        if text.strip():
+            try:
+                lead_in_phonemes(frontend, lang, text)
+            except ValueError as e:
+                raise typer.BadParameter(str(e), param_hint="LANG=TEXT...") from e
+        parsed[lang] = text.strip()
+
+    def change(config: ModelConfig) -> ModelConfig:
+        merged = {k: v for k, v in {**config.lead_in, **parsed}.items() if v}
+        return dataclasses.replace(config, lead_in=merged)
+
+    with one_message():
+        config = update_config(model, change)
+    typer.echo(f"lead_in {config.lead_in}; wrote {model / 'config.json'}")
+
+
 @train_app.command("export-ar")
 def export_ar(
     codec_snapshot: Annotated[Path, typer.Option("--codec", help="snapshot folder of the codec (rtvox train codec)")],
