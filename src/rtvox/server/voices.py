@@ -19,7 +19,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -81,17 +81,25 @@ def remember_delete(clones_dir: Path, name: str) -> None:
         log.warning("could not record the delete of %s for Redis catch-ups: %s", name, exc)
 
 
+def queue_delete(pipe: Any, ids: Sequence[str], now: float, *, keep_older: bool = False) -> None:
+    """Queue on a Redis pipeline (redis-py's or its asyncio one) what deleting clones from the shared table takes,
+    the one recipe of the API's delete, a server's catch-up and `rtvox voices rm`: the entries (HDEL, the first
+    reply: how many Redis had), tombstones scored `now` from which the servers holding a copy drop theirs
+    (`keep_older`: ZADD NX, a tombstone already there keeps its score, for deletes sent again) and the trim of
+    tombstones older than DELETED_KEEP_S."""
+    pipe.hdel(REDIS_VOICES_KEY, *ids)
+    pipe.zadd(REDIS_DELETED_KEY, dict.fromkeys(ids, now), nx=keep_older)
+    pipe.zremrangebyscore(REDIS_DELETED_KEY, "-inf", now - DELETED_KEEP_S)
+
+
 def delete_shared(redis_url: str, voice_id: str) -> bool:
     """Delete a clone from the Redis-shared table as `DELETE /v1/audio/voices/{id}` does (the entry, and a
     tombstone from which the servers holding a copy drop it), for callers without a server (`rtvox voices rm`).
     Returns whether Redis had the entry; raises RtvoxError when Redis does not answer."""
     client = redis.Redis.from_url(redis_url, socket_timeout=REDIS_TIMEOUT_S, socket_connect_timeout=REDIS_TIMEOUT_S)
-    now = time.time()
     try:
         with client.pipeline(transaction=False) as pipe:
-            pipe.hdel(REDIS_VOICES_KEY, voice_id)
-            pipe.zadd(REDIS_DELETED_KEY, {voice_id: now})
-            pipe.zremrangebyscore(REDIS_DELETED_KEY, "-inf", now - DELETED_KEEP_S)
+            queue_delete(pipe, [voice_id], time.time())
             shared = pipe.execute()[0]
     except (redis.exceptions.RedisError, OSError) as exc:
         raise RtvoxError(f"Redis at {redact_url(redis_url)} did not answer ({type(exc).__name__}: {exc})") from None
@@ -286,9 +294,9 @@ class VoiceRegistry:
             named = repr(voice_id) if builtin == voice_id else f"{voice_id!r} (the built-in voice {builtin!r})"
             raise InputError(f"{named} is a built-in voice and cannot be deleted", param="voice_id")
         validate_voice_name(voice_id)
-        shared = await self._redis_call("hdel", REDIS_VOICES_KEY, voice_id)
-        if shared is not None:  # so servers that hold a copy drop it too
-            await self._tombstone(voice_id)
+        # the entry, and a tombstone so servers that hold a copy drop it too; None: Redis is not there
+        replies = await self._redis_pipeline(lambda pipe: queue_delete(pipe, [voice_id], time.time()))
+        shared = replies[0] if replies is not None else None
         if self._known(voice_id):
             self.store.remove(voice_id)
             self._unshared.discard(voice_id)
@@ -310,6 +318,21 @@ class VoiceRegistry:
     async def _redis_call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """One command on the voice table; None without Redis, while it is down, or on any Redis error (which
         marks it down: a table that answers with errors, e.g. a wrong password or db, is as good as away)."""
+        return await self._redis_run(lambda client: getattr(client, method)(*args, **kwargs))
+
+    async def _redis_pipeline(self, queue: Callable[[Any], None]) -> Sequence[Any] | None:
+        """The commands `queue` puts on a pipeline, sent at once; their replies, or None as `_redis_call`."""
+
+        async def run(client: Any) -> Any:
+            async with client.pipeline(transaction=False) as pipe:
+                queue(pipe)
+                return await pipe.execute()
+
+        result: Sequence[Any] | None = await self._redis_run(run)
+        return result
+
+    async def _redis_run(self, command: Callable[[Any], Awaitable[Any]]) -> Any:
+        """`command(client)` awaited under the Redis state's rules (`_redis_call`)."""
         if self._redis is None:
             return None
         state = self._state()
@@ -318,7 +341,7 @@ class VoiceRegistry:
         try:
             if state.outages != self._synced_outages:  # first, so a lookup cannot adopt a voice deleted meanwhile
                 await self._catch_up(state.outages)
-            result = await getattr(self._redis, method)(*args, **kwargs)
+            result = await command(self._redis)
         except (redis.exceptions.RedisError, OSError) as exc:  # OSError: TimeoutError, refused sockets
             state.failed(exc)
             return None
@@ -346,8 +369,7 @@ class VoiceRegistry:
             deleted = self._remembered_deletes()
             if deleted:
                 async with self._redis.pipeline(transaction=False) as pipe:
-                    pipe.hdel(REDIS_VOICES_KEY, *deleted)
-                    pipe.zadd(REDIS_DELETED_KEY, dict.fromkeys(deleted, time.time()), nx=True)
+                    queue_delete(pipe, deleted, time.time(), keep_older=True)
                     await pipe.execute()
             tombstones = {_text(k) for k in await self._redis.zrange(REDIS_DELETED_KEY, 0, -1)}
             local = [v for v in self.store.list() if not v.builtin]  # the store read once (files on disk)
@@ -401,11 +423,6 @@ class VoiceRegistry:
                 continue
             dropped.append(name)
         return tuple(dropped)
-
-    async def _tombstone(self, name: str) -> None:
-        now = time.time()
-        if await self._redis_call("zadd", REDIS_DELETED_KEY, {name: now}) is not None:
-            await self._redis_call("zremrangebyscore", REDIS_DELETED_KEY, "-inf", now - DELETED_KEEP_S)
 
     def _sync_deletes_soon(self) -> None:
         """Read the clones other servers deleted, in the background and at most every DELETE_SYNC_S: a request
