@@ -206,21 +206,6 @@ def natural_durations(
     return [[int(d) for d in row[: len(ids)]] for row, ids in zip(table, chunks, strict=True)]
 
 
-def natural_frames(
-    engines: Mapping[str, Engine],
-    chunks: Sequence[Sequence[int]],
-    cond: torch.Tensor,
-    request: SynthesisRequest,
-    prosody: ProsodyRow = IDENTITY_ROW,
-    *,
-    device: torch.device | None = None,
-    rates: Sequence[float] | None = None,
-) -> list[int]:
-    """Each chunk's frame count with no target (`natural_durations` summed)."""
-    table = natural_durations(engines, chunks, cond, request, prosody, device=device, rates=rates)
-    return [sum(row) for row in table]
-
-
 def shape_mel(mel: torch.Tensor, prepared: PreparedRequest) -> torch.Tensor:
     """A row's spoken mel [n_mels, T] with its request's spectral tilt and clone timbre added (unchanged when
     neither is set)."""
