@@ -156,7 +156,9 @@ def test_two_sets_of_one_language_are_both_kept(
     other.write_text("Only one more thing.\n", encoding="utf-8")
     out = tmp_path / "two.json"
     sets = f"en={sentence_files['en']},en={other}"
+    clips = tmp_path / "clips"
     args = ["eval", "--model", str(tiny_model), "--sets", sets, "--out", str(out), "--duration"]
+    args += ["--keep-audio", str(clips)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text(encoding="utf-8"))
@@ -166,3 +168,5 @@ def test_two_sets_of_one_language_are_both_kept(
     assert data["sets"]["en"]["summary"]["n"] == 2 and data["sets"][f"en={other}"]["summary"]["n"] == 1
     assert data["sets"][f"en={other}"]["items"][0]["text"] == "Only one more thing."
     assert f"| en={other} | 1 |" in out.with_suffix(".md").read_text(encoding="utf-8")
+    kept = sorted(p.relative_to(clips / "asr").as_posix() for p in (clips / "asr").rglob("*.wav"))
+    assert kept == ["en-000.wav", "en-001.wav", "set1/en-000.wav"]  # the second set's clips do not overwrite

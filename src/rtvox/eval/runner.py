@@ -111,14 +111,14 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
         results["voice"] = voice
         results["backend"] = options.backend
     results["sets"] = {}
-    for sentence_set in sets:
-        keep = options.keep_audio / "asr" if options.keep_audio else None
-        # a language's first set is keyed by the language, later ones by LANG=FILE, so none overwrites another
-        key = (
-            sentence_set.lang
-            if sentence_set.lang not in results["sets"]
-            else f"{sentence_set.lang}={sentence_set.path}"
-        )
+    for index, sentence_set in enumerate(sets):
+        # a language's first set is keyed by the language, later ones by LANG=FILE (their clips in asr/set<index>),
+        # so none overwrites another
+        first = sentence_set.lang not in results["sets"]
+        key = sentence_set.lang if first else f"{sentence_set.lang}={sentence_set.path}"
+        keep = None
+        if options.keep_audio:
+            keep = options.keep_audio / "asr" if first else options.keep_audio / "asr" / f"set{index}"
         results["sets"][key] = evaluate_set(sentence_set, render, asr, keep_audio=keep)
         summary = results["sets"][key]["summary"]
         summary["path"] = str(sentence_set.path)
