@@ -19,7 +19,7 @@ from rtvox.audio.loudness import trim_silence
 from rtvox.constants import SAMPLE_RATE
 from rtvox.eval.asr import WhisperJudge
 from rtvox.eval.emotion_judge import BASIC_EMOTIONS, EmotionJudge
-from rtvox.eval.intelligibility import ASR_LANGUAGE
+from rtvox.eval.intelligibility import ASR_LANGUAGE, BOOTSTRAP_DRAWS, bootstrap_rates
 from rtvox.eval.metrics import ErrorCounts, primary_metric, score
 from rtvox.eval.prosody import ProsodyExtractor, relative
 
@@ -27,23 +27,15 @@ if TYPE_CHECKING:
     from rtvox.runtime.synthesizer import Synthesizer
 
 DURATION_FACTORS = (0.7, 0.85, 1.0, 1.2, 1.4)
-BOOTSTRAP_DRAWS = 2000
 
 
 def paired_delta_interval(
     emotional: list[tuple[int, int]], neutral: list[tuple[int, int]], *, draws: int = BOOTSTRAP_DRAWS, seed: int = 0
 ) -> tuple[float, float]:
     """95 % interval of (pooled error rate of `emotional` − that of `neutral`) by a paired bootstrap over
-    sentences: each draw resamples sentence indices with replacement and pools (errors, reference tokens) of the
-    same sentences on both sides. Seeded, so a result file can be recomputed exactly."""
-    if len(emotional) != len(neutral) or not emotional:
-        raise ValueError(f"need the same sentences on both sides, got {len(emotional)} and {len(neutral)}")
-    e = np.asarray(emotional, dtype=np.float64)  # [S, 2]: errors, reference tokens
-    n = np.asarray(neutral, dtype=np.float64)
-    picks = np.random.default_rng(seed).integers(0, len(e), size=(draws, len(e)))
-    e_sum, n_sum = e[picks].sum(1), n[picks].sum(1)  # [draws, 2]
-    delta = e_sum[:, 0] / np.maximum(e_sum[:, 1], 1) - n_sum[:, 0] / np.maximum(n_sum[:, 1], 1)
-    low, high = np.percentile(delta, [2.5, 97.5])
+    sentences (`bootstrap_rates`: the same sentences drawn on both sides)."""
+    rates = bootstrap_rates([emotional, neutral], draws=draws, seed=seed)
+    low, high = np.percentile(rates[:, 0] - rates[:, 1], [2.5, 97.5])
     return float(low), float(high)
 
 

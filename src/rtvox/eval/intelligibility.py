@@ -22,6 +22,8 @@ from rtvox.errors import InputError
 from rtvox.eval.asr import WhisperJudge
 from rtvox.eval.metrics import LANGS, ErrorCounts, primary_metric, score
 
+BOOTSTRAP_DRAWS = 2000  # resamples per bootstrap interval (here and in rtvox.eval.expressive)
+
 EVAL_DIR_ENV = "RTVOX_EVAL_DIR"
 # Whisper decoding language per set: a mixed sentence is decoded as Chinese (English words stay in Latin).
 ASR_LANGUAGE = {"en": "en", "zh": "zh", "mixed": "zh"}
@@ -86,12 +88,40 @@ def counts_to_dict(counts: ErrorCounts) -> dict[str, Any]:
     }
 
 
+def bootstrap_rates(sides: list[list[tuple[int, int]]], *, draws: int = BOOTSTRAP_DRAWS, seed: int = 0) -> np.ndarray:
+    """[draws, len(sides)] pooled error rates (Σ errors / Σ reference tokens) of sentence resamples: each draw
+    picks sentence indices with replacement, the same ones on every side (paired). Seeded, so a result file can
+    be recomputed exactly."""
+    if not sides or not sides[0] or any(len(side) != len(sides[0]) for side in sides):
+        raise ValueError(f"need the same sentences on every side, got {[len(side) for side in sides]}")
+    picks = np.random.default_rng(seed).integers(0, len(sides[0]), size=(draws, len(sides[0])))
+    rates = []
+    for side in sides:
+        sums = np.asarray(side, dtype=np.float64)[picks].sum(1)  # [draws, 2]: errors, reference tokens
+        rates.append(sums[:, 0] / np.maximum(sums[:, 1], 1))
+    return np.stack(rates, axis=1)
+
+
+def rate_interval(counts: list[tuple[int, int]]) -> tuple[float, float]:
+    """95 % bootstrap interval of a set's pooled error rate from its sentences' (errors, reference tokens): how
+    far 20 sentences let two runs' figures differ by chance."""
+    low, high = np.percentile(bootstrap_rates([counts])[:, 0], [2.5, 97.5])
+    return float(low), float(high)
+
+
 def summarize(lang: str, items: list[dict[str, Any]], pooled: dict[str, ErrorCounts]) -> dict[str, Any]:
-    """Pooled (Σ errors / Σ reference tokens) and per-sentence mean rates of one set."""
+    """Pooled (Σ errors / Σ reference tokens) rates with their 95 % bootstrap interval, and per-sentence mean
+    rates, of one set."""
     metrics = {}
     for name, total in pooled.items():
         rates = [item["metrics"][name]["rate"] for item in items]
-        metrics[name] = {**counts_to_dict(total), "mean_sentence_rate": round(float(np.mean(rates)), 4)}
+        counts = [(item["metrics"][name]["errors"], item["metrics"][name]["reference_length"]) for item in items]
+        low, high = rate_interval(counts)
+        metrics[name] = {
+            **counts_to_dict(total),
+            "mean_sentence_rate": round(float(np.mean(rates)), 4),
+            "ci95": [round(low, 4), round(high, 4)],
+        }
     seconds = sum(item["seconds"] for item in items)
     return {
         "lang": lang,

@@ -16,13 +16,19 @@ def _num(value: float | None, digits: int = 3) -> str:
 
 
 def intelligibility_rows(results: dict[str, Any]) -> list[str]:
-    rows = ["| set | n | audio s | metric | pooled | mean per sentence |", "|---|---|---|---|---|---|"]
+    rows = [
+        "| set | n | audio s | metric | pooled [95 % bootstrap] | mean per sentence |",
+        "|---|---|---|---|---|---|",
+    ]
     for lang, data in results.get("sets", {}).items():
         summary = data["summary"]
         for name, metric in summary["metrics"].items():
             label = METRIC_NAMES.get(name, name) + (" **primary**" if name == summary["primary"] else "")
+            pooled = pct(metric["rate"])
+            if "ci95" in metric:  # result files before 2026-12-07 have none
+                pooled += f" [{pct(metric['ci95'][0])}, {pct(metric['ci95'][1])}]"
             rows.append(
-                f"| {lang} | {summary['n']} | {summary['audio_seconds']} | {label} | {pct(metric['rate'])} | "
+                f"| {lang} | {summary['n']} | {summary['audio_seconds']} | {label} | {pooled} | "
                 f"{pct(metric['mean_sentence_rate'])} |"
             )
     return rows
