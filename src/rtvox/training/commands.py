@@ -538,3 +538,53 @@ def export_ar(
             codec_snapshot, ar_snapshot, vocoder_snapshot, data, voices, out, name=name, version=version
         )
     typer.echo(f"wrote {out} ({', '.join(bundle.voices)})")
+
+
+@train_app.command("distill-decoder")
+def distill_decoder(
+    teacher: Annotated[Path, typer.Option("--teacher", help="model directory whose decoder is distilled")],
+    texts: Annotated[
+        Path, typer.Option("--texts", help="one text per line (recipes/train/distill_texts.py writes one)")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="the student's model directory (replaced if it exists)")],
+    run_dir: RunOpt,
+    keep: Annotated[
+        str, typer.Option("--keep", help="the teacher's decoder blocks the student keeps, comma separated")
+    ] = "0,1,3",
+    kernel: Annotated[int, typer.Option("--kernel", help="the student's decoder FFN kernel (odd)")] = 3,
+    postnet: Annotated[bool, typer.Option("--postnet/--no-postnet", help="keep the teacher's postnet")] = False,
+    steps: Annotated[int, typer.Option("--steps", min=1)] = 2400,
+    batch_frames: Annotated[int, typer.Option("--batch-frames", min=100)] = 4000,
+    lr: Annotated[float, typer.Option("--lr")] = 3e-4,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    version: Annotated[str | None, typer.Option("--version", help="the student's version (default: teacher's)")] = None,
+    minutes: Annotated[float | None, typer.Option("--minutes", help="wall-clock budget (resume to go on)")] = None,
+    device: DeviceOpt = "cpu",
+) -> None:
+    """A lighter decoder trained to reproduce TEACHER's mel from TEACHER's own encoder output (no corpus needed):
+    fewer blocks (--keep), a shorter FFN kernel (--kernel), no postnet; everything else is the teacher's.
+    Resumable: the pairs and the training state stay in --run-dir."""
+    from rtvox.training.distill import StudentShape
+    from rtvox.training.distill import distill_decoder as run
+
+    try:
+        blocks = tuple(int(b) for b in keep.split(","))
+    except ValueError as e:
+        raise typer.BadParameter(f"{keep!r}: give block indices such as 0,1,3", param_hint="--keep") from e
+    with one_message():
+        figures = run(
+            teacher,
+            texts,
+            out,
+            run_dir,
+            StudentShape(blocks, kernel, postnet),
+            steps=steps,
+            batch_frames=batch_frames,
+            lr=lr,
+            seed=seed,
+            version=version,
+            minutes=minutes,
+            device=device,
+            log=typer.echo,
+        )
+    typer.echo(f"valid L1 {figures['valid_l1']:.4f} at step {int(figures['step'])}; wrote {out}")

@@ -1,0 +1,383 @@
+"""Distil a model's frame-rate decoder into a lighter one (`rtvox train distill-decoder`).
+
+The decoder (FFT blocks at 93.75 frames/s, the mel projection, the postnet) is most of the acoustic model's cost
+on a CPU. A student with fewer blocks, a shorter FFN kernel and/or no postnet is initialized from the teacher (the
+kept blocks, the centre taps of each kernel) and trained to reproduce the teacher's final mel from the teacher's
+own encoder output: the pairs are made by the teacher itself from any text, so no corpus is needed, and the
+encoder, variance adaptor, vocoder, voices and emotion table stay the teacher's, bit for bit.
+
+Pairs: each text becomes a request with a random built-in voice (or a blend of two, so clone-like conditions are
+seen), emotion label and speed; every chunk of it is encoded as the runtime does (`Synthesizer.prepare`, the
+runtime's encode rows) and decoded by the teacher. Training: masked L1 against the teacher's mel, AdamW with a
+cosine schedule, length-sorted batches of about `batch_frames` frames; a checkpoint every `save_every` steps
+(state, optimizer and step) so a stopped run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import random
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from rtvox.errors import InputError
+from rtvox.fsutil import atomic_write_bytes
+from rtvox.models.acoustic import AcousticConfig, AcousticModel
+from rtvox.models.bundle import CONFIG_NAME, ModelBundle, ModelConfig, save_weights
+
+DECODER_PREFIXES = ("decoder.", "mel_out.", "frame_pos.", "postnet.")
+EMOTION_CHOICES = (None, None, "happy", "sad", "angry", "surprised", "fearful", "disgusted")
+SPEED_RANGE = (0.8, 1.25)
+BLEND_SHARE = 0.3  # share of pairs whose voice is a blend of two built-in voices
+
+
+@dataclass(frozen=True)
+class StudentShape:
+    """Which teacher decoder blocks the student keeps (in order), its FFN kernel and whether it keeps a postnet."""
+
+    keep_blocks: tuple[int, ...]
+    ff_kernel: int
+    postnet: bool
+
+    def check(self, teacher: AcousticConfig) -> None:
+        kernel = (teacher.decoder_ff_kernels or teacher.ff_kernels)[0]
+        if not self.keep_blocks or any(not 0 <= b < teacher.decoder_layers for b in self.keep_blocks):
+            raise InputError(
+                f"keep blocks {list(self.keep_blocks)}: give indices of the teacher's {teacher.decoder_layers} "
+                f"decoder blocks (0..{teacher.decoder_layers - 1})",
+                param="keep",
+            )
+        if len(set(self.keep_blocks)) != len(self.keep_blocks):
+            raise InputError(f"keep blocks {list(self.keep_blocks)} repeat a block", param="keep")
+        if self.ff_kernel < 1 or self.ff_kernel % 2 == 0 or self.ff_kernel > kernel:
+            raise InputError(
+                f"ff kernel {self.ff_kernel}: give an odd size from 1 to the teacher's {kernel}", param="kernel"
+            )
+        if self.postnet and teacher.postnet_layers == 0:
+            raise InputError("the teacher has no postnet to keep; pass --no-postnet", param="postnet")
+
+
+@dataclass
+class Pair:
+    """One chunk: the teacher encoder's hidden [N, D], durations [N] and its decoder's mel [n_mels, T]."""
+
+    hidden: Tensor
+    durations: Tensor
+    mel: Tensor
+
+    @property
+    def frames(self) -> int:
+        return int(self.mel.shape[1])
+
+
+def student_config(teacher: AcousticConfig, shape: StudentShape) -> AcousticConfig:
+    shape.check(teacher)
+    second = (teacher.decoder_ff_kernels or teacher.ff_kernels)[1]
+    return dataclasses.replace(
+        teacher,
+        decoder_layers=len(shape.keep_blocks),
+        decoder_ff_kernels=(shape.ff_kernel, second),
+        postnet_layers=teacher.postnet_layers if shape.postnet else 0,
+    )
+
+
+def student_from_teacher(teacher: AcousticModel, shape: StudentShape) -> AcousticModel:
+    """A student AcousticModel initialized from `teacher`: every non-decoder weight copied, the kept blocks
+    renumbered, each decoder convolution's centre `ff_kernel` taps, the postnet kept or dropped."""
+    config = student_config(teacher.config, shape)
+    trim = ((teacher.config.decoder_ff_kernels or teacher.config.ff_kernels)[0] - shape.ff_kernel) // 2
+    state: dict[str, Tensor] = {}
+    for key, value in teacher.state_dict().items():
+        if key.startswith("postnet.") and not shape.postnet:
+            continue
+        if key.startswith("decoder.blocks."):
+            index = int(key.split(".")[2])
+            if index not in shape.keep_blocks:
+                continue
+            key = f"decoder.blocks.{shape.keep_blocks.index(index)}." + key.split(".", 3)[3]
+            if value.dim() == 3 and value.shape[-1] > shape.ff_kernel and trim:
+                value = value[..., trim : value.shape[-1] - trim]
+        state[key] = value.detach().clone().float()
+    student = AcousticModel(config)
+    student.load_state_dict(state, strict=True)
+    return student
+
+
+@dataclass(frozen=True)
+class PairSettings:
+    """One pair's request: a built-in voice, or a blend (a, b, weight of a) of two; an emotion label; a speed."""
+
+    voice: str
+    emotion: str | None
+    speed: float
+    blend: tuple[str, str, float] | None = None
+
+
+def request_settings(rng: random.Random, voices: Sequence[str]) -> PairSettings:
+    """A random voice (or a two-voice blend), emotion and speed for one pair's request."""
+    speed = round(rng.uniform(*SPEED_RANGE), 3)
+    emotion = rng.choice(EMOTION_CHOICES)
+    if len(voices) > 1 and rng.random() < BLEND_SHARE:
+        a, b = rng.sample(list(voices), 2)
+        return PairSettings(a, emotion, speed, blend=(a, b, round(rng.uniform(0.25, 0.75), 3)))
+    return PairSettings(rng.choice(list(voices)), emotion, speed)
+
+
+def make_pairs(
+    teacher_dir: Path,
+    texts: Sequence[str],
+    *,
+    seed: int,
+    device: str = "cpu",
+    log: Callable[[str], None] = print,
+) -> list[Pair]:
+    """The teacher's (hidden, durations, mel) for every chunk of every text, made on `device` in fp32, kept on
+    the CPU."""
+    from rtvox.runtime.steps import ChunkJob, encode_inputs, encode_row
+    from rtvox.runtime.synthesizer import Synthesizer
+    from rtvox.runtime.types import SynthesisRequest
+
+    synth = Synthesizer(teacher_dir, device=device, backend="eager")
+    if not isinstance(synth.bundle, ModelBundle):
+        raise InputError(f"{teacher_dir} is not a default-family (FastSpeech) model; only its decoder distils")
+    model = synth.bundle.acoustic
+    names = list(synth.voices.builtin_names)
+    rng = random.Random(seed)
+    pairs: list[Pair] = []
+    started = time.monotonic()
+    for n, text in enumerate(texts):
+        pick = request_settings(rng, names)
+        if pick.blend is not None:
+            a, b, w = pick.blend
+            mix = w * synth.voices.get(a).embedding + (1 - w) * synth.voices.get(b).embedding
+            embedding = (mix / np.linalg.norm(mix)).astype(np.float32)
+            request = SynthesisRequest(text, speaker_embedding=embedding, emotion=pick.emotion, speed=pick.speed)
+        else:
+            request = SynthesisRequest(text, voice=pick.voice, emotion=pick.emotion, speed=pick.speed)
+        try:
+            prepared = synth.prepare(request)
+        except InputError as e:  # a text the frontend cannot speak: skipped, said
+            log(f"skip text {n}: {e}")
+            continue
+        rows = [encode_row(ChunkJob(prepared, i)) for i in range(len(prepared.chunks))]
+        with torch.inference_mode():
+            hidden, durations = model.encode(*encode_inputs(rows, synth.device))
+            mel = model.decode(hidden, durations)
+            hidden, durations, mel = hidden.cpu(), durations.cpu(), mel.cpu()
+        for row, ids in enumerate(r[0] for r in rows):
+            frames = int(durations[row].sum())
+            pairs.append(
+                Pair(hidden[row, : len(ids)].clone(), durations[row, : len(ids)].clone(), mel[row, :, :frames].clone())
+            )
+        if (n + 1) % 200 == 0:
+            log(f"pairs: {n + 1}/{len(texts)} texts, {len(pairs)} chunks, {time.monotonic() - started:.0f} s")
+    return pairs
+
+
+def batches(pairs: Sequence[Pair], batch_frames: int, rng: random.Random) -> list[list[int]]:
+    """Length-sorted index batches of at most `batch_frames` padded frames (at least one pair each), shuffled."""
+    order = sorted(range(len(pairs)), key=lambda i: pairs[i].frames)
+    out: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        longest = max([pairs[j].frames for j in current] + [pairs[i].frames])
+        if current and longest * (len(current) + 1) > batch_frames:
+            out.append(current)
+            current = []
+        current.append(i)
+    if current:
+        out.append(current)
+    rng.shuffle(out)
+    return out
+
+
+def collate(pairs: Sequence[Pair], device: torch.device) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """-> hidden [B, N, D], durations Long[B, N], teacher mel [B, n_mels, T], frame mask Bool[B, T]."""
+    n = max(p.hidden.shape[0] for p in pairs)
+    t = max(p.frames for p in pairs)
+    hidden = torch.zeros(len(pairs), n, pairs[0].hidden.shape[1])
+    durations = torch.zeros(len(pairs), n, dtype=torch.long)
+    mel = torch.zeros(len(pairs), pairs[0].mel.shape[0], t)
+    mask = torch.zeros(len(pairs), t, dtype=torch.bool)
+    for i, p in enumerate(pairs):
+        hidden[i, : p.hidden.shape[0]] = p.hidden
+        durations[i, : p.durations.shape[0]] = p.durations
+        mel[i, :, : p.frames] = p.mel
+        mask[i, : p.frames] = True
+    return hidden.to(device), durations.to(device), mel.to(device), mask.to(device)
+
+
+def masked_l1(student: AcousticModel, pairs: Sequence[Pair]) -> Tensor:
+    hidden, durations, target, mask = collate(pairs, next(student.parameters()).device)
+    out = student.decode_masked(hidden, durations, mask)
+    keep = mask[:, None, :].expand_as(out)
+    return (out - target).abs()[keep].mean()
+
+
+def evaluate(student: AcousticModel, pairs: Sequence[Pair], batch_frames: int) -> float:
+    """Mean absolute mel error over every frame of `pairs` (eval mode, no grad)."""
+    was = student.training
+    student.eval()
+    total, count = 0.0, 0
+    with torch.inference_mode():
+        for idx in batches(pairs, batch_frames, random.Random(0)):
+            frames = sum(pairs[i].frames for i in idx)
+            total += float(masked_l1(student, [pairs[i] for i in idx])) * frames
+            count += frames
+    student.train(was)
+    return total / max(count, 1)
+
+
+def train_student(
+    student: AcousticModel,
+    train: Sequence[Pair],
+    valid: Sequence[Pair],
+    *,
+    steps: int,
+    batch_frames: int,
+    lr: float,
+    run_dir: Path,
+    seed: int,
+    save_every: int = 200,
+    minutes: float | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, float]:
+    """Train the student's decoder side on `train` (resuming from run_dir/state.pt); returns the last figures."""
+    for name, p in student.named_parameters():
+        p.requires_grad_(name.startswith(DECODER_PREFIXES))
+    params = [p for p in student.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    state_path = run_dir / "state.pt"
+    step = 0
+    if state_path.is_file():
+        state = torch.load(state_path, map_location="cpu", weights_only=True)
+        student.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        step = int(state["step"])
+        log(f"resumed at step {step}")
+    student.train()
+    rng = random.Random(f"{seed}:{step}")
+    plan: list[list[int]] = []
+    started = time.monotonic()
+    figures = {"step": float(step)}
+    log_path = run_dir / "log.jsonl"
+    while step < steps:
+        if minutes is not None and time.monotonic() - started > minutes * 60:
+            log(f"stopping at step {step}: the {minutes:g}-minute budget is spent")
+            break
+        if not plan:
+            plan = batches(train, batch_frames, rng)
+        idx = plan.pop()
+        for group in opt.param_groups:  # cosine from lr to lr/20 over `steps`, after a warm-up (≤ 50 steps)
+            warm = min(1.0, (step + 1) / min(50, steps // 10 + 1))
+            group["lr"] = lr * warm * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * step / steps)))
+        loss = masked_l1(student, [train[i] for i in idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        step += 1
+        if step % 25 == 0:
+            log(f"step {step} loss {float(loss.detach()):.4f} ({time.monotonic() - started:.0f} s)")
+        if step % save_every == 0 or step == steps:
+            figures = {
+                "step": float(step),
+                "train_l1": float(loss.detach()),
+                "valid_l1": evaluate(student, valid, batch_frames),
+            }
+            log(f"step {step} valid L1 {figures['valid_l1']:.4f}")
+            with log_path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(figures) + "\n")
+            torch.save({"model": student.state_dict(), "opt": opt.state_dict(), "step": step}, state_path)
+    if figures.get("step") != float(step):
+        figures = {"step": float(step), "valid_l1": evaluate(student, valid, batch_frames)}
+        torch.save({"model": student.state_dict(), "opt": opt.state_dict(), "step": step}, state_path)
+    return figures
+
+
+def write_student(teacher_dir: Path, out_dir: Path, student: AcousticModel, version: str) -> Path:
+    """OUT_DIR = the teacher's directory with the student's acoustic weights and config (and `version`)."""
+    if out_dir.resolve() == teacher_dir.resolve():
+        raise InputError("the output directory must not be the teacher's", param="out")
+    staging = out_dir.with_name(out_dir.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(teacher_dir, staging)
+    save_weights(staging, "acoustic", student.state_dict())
+    config = ModelConfig.from_dict(json.loads((teacher_dir / CONFIG_NAME).read_text(encoding="utf-8")))
+    config = dataclasses.replace(config, acoustic=student.config, version=version)
+    text = json.dumps(config.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    atomic_write_bytes(staging / CONFIG_NAME, text.encode("utf-8"))
+    if out_dir.exists():  # replaced whole: never a half-written model directory under its name
+        shutil.rmtree(out_dir)
+    staging.rename(out_dir)
+    return out_dir
+
+
+def distill_decoder(
+    teacher_dir: Path,
+    texts_file: Path,
+    out_dir: Path,
+    run_dir: Path,
+    shape: StudentShape,
+    *,
+    steps: int,
+    batch_frames: int = 4000,
+    lr: float = 3e-4,
+    seed: int = 0,
+    version: str | None = None,
+    minutes: float | None = None,
+    device: str = "cpu",
+    log: Callable[[str], None] = print,
+) -> dict[str, float]:
+    """The whole recipe: pairs (cached in run_dir/pairs.pt), init, training, the student model directory.
+    `device`: where the pairs are made and the student trains ("cuda" for a GPU); the pairs stay on the CPU."""
+    if not texts_file.is_file():
+        raise InputError(f"texts file {texts_file} does not exist; give a file with one text per line", param="texts")
+    texts = [line.strip() for line in texts_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if len(texts) < 20:
+        raise InputError(f"{texts_file} has {len(texts)} texts; give at least 20, one per line", param="texts")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    teacher = ModelBundle.load(teacher_dir).acoustic
+    shape.check(teacher.config)
+    cache = run_dir / "pairs.pt"
+    if cache.is_file():
+        raw = torch.load(cache, map_location="cpu", weights_only=True)
+        pairs = [Pair(h, d, m) for h, d, m in raw]
+        log(f"{len(pairs)} pairs from {cache}")
+    else:
+        pairs = make_pairs(teacher_dir, texts, seed=seed, device=device, log=log)
+        torch.save([(p.hidden, p.durations, p.mel) for p in pairs], cache)
+    rng = random.Random(seed)
+    order = list(range(len(pairs)))
+    rng.shuffle(order)
+    n_valid = max(1, len(pairs) // 20)
+    valid = [pairs[i] for i in order[:n_valid]]
+    train = [pairs[i] for i in order[n_valid:]]
+    student = student_from_teacher(teacher, shape).to(device)
+    log(f"init valid L1 {evaluate(student, valid, batch_frames):.4f} ({len(train)} train / {len(valid)} valid chunks)")
+    figures = train_student(
+        student,
+        train,
+        valid,
+        steps=steps,
+        batch_frames=batch_frames,
+        lr=lr,
+        run_dir=run_dir,
+        seed=seed,
+        minutes=minutes,
+        log=log,
+    )
+    student.eval()
+    teacher_config = json.loads((teacher_dir / CONFIG_NAME).read_text(encoding="utf-8"))
+    write_student(teacher_dir, out_dir, student, version or str(teacher_config["version"]))
+    log(f"wrote {out_dir} (valid L1 {figures['valid_l1']:.4f} at step {int(figures['step'])})")
+    return figures
