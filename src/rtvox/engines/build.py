@@ -8,6 +8,7 @@ eager with a warning when a build fails, so a broken compiler stack costs speed,
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 import warnings
@@ -104,8 +105,11 @@ def module_fn(bundle: ModelBundle, module: str, device: torch.device) -> ModuleF
 
 
 def _options_for(bundle: ModelBundle, options: BuildOptions | None) -> BuildOptions:
+    """`options` with this bundle's model hash filled in, as a copy: the caller's object is never stamped, so one
+    BuildOptions can build several models' engines without the second finding the first's in the cache."""
     options = options or BuildOptions()
     if options.model_hash is None and bundle.path is not None:
+        options = copy.copy(options)
         options.model_hash = model_hash(bundle.path)
     return options
 

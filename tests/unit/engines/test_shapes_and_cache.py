@@ -102,3 +102,27 @@ def test_parse_dtype() -> None:
     assert parse_dtype("bf16") is torch.bfloat16 and parse_dtype("int8") is torch.int8
     with pytest.raises(InputError):
         parse_dtype("fp8")
+
+
+def test_one_options_object_builds_two_models_each_from_its_own_weights(tmp_path: Path) -> None:
+    """The cache key's model hash is filled in per bundle: a BuildOptions shared by two models (as a benchmark of
+    a teacher beside its student uses one) must not hand the second model the first one's compiled engine."""
+    from rtvox.models.bundle import make_random_bundle
+    from rtvox.text import Vocabulary
+
+    vocab = Vocabulary.default().to_dict()
+    first = make_random_bundle(tmp_path / "a", preset="tiny", vocab=vocab, seed=0)
+    second = make_random_bundle(tmp_path / "b", preset="tiny", vocab=vocab, seed=1)
+    options = BuildOptions(profile=ShapeProfile.preset("ci"), cache_dir=tmp_path / "cache", warmup=False)
+    mel = torch.randn(1, 80, 40)
+    outs = []
+    for bundle in (first, second):
+        engines = build_engines(bundle, "onnx", CPU, options=options, modules=("vocoder",))
+        (wav,) = engines["vocoder"](mel)
+        with torch.inference_mode():
+            eager = bundle.vocoder(mel)
+        torch.testing.assert_close(wav, eager, atol=1e-4, rtol=1e-3)
+        outs.append(wav)
+    assert options.model_hash is None  # the caller's object is left as given
+    assert not torch.allclose(outs[0], outs[1])
+    assert len(list((tmp_path / "cache").glob("vocoder-onnx-*"))) == 2
