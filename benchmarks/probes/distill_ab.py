@@ -1,10 +1,10 @@
-"""Teacher against its distilled student against Piper, on the CPU, in one process and rotating turns.
+"""Teacher against its distilled students against Piper, on the CPU, in one process and rotating turns.
 
-Both models run their `auto` engine sets on the bench's three English texts (the same target lengths, so the
+Every model runs its `auto` engine set on the bench's three English texts (the same target lengths, so the
 same frames); Piper en_US-joe-medium speaks the same texts. Per text: P50 of end to end and of each module, and
 the ratios that matter (student/teacher, Piper/student per audio second).
 
-    .venv/bin/python benchmarks/probes/distill_ab.py --teacher models/rtvox-small --student DIR \
+    .venv/bin/python benchmarks/probes/distill_ab.py --teacher models/rtvox-small --student DIR [--student DIR2] \
         --repeats 15 -o benchmarks/results/distill/ab-cpu.json
 """
 
@@ -33,13 +33,14 @@ from rtvox.models.bundle import ModelBundle
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--teacher", type=Path, required=True)
-    parser.add_argument("--student", type=Path, required=True)
+    parser.add_argument("--student", type=Path, action="append", required=True, help="repeat for several")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("-o", "--out", type=Path, required=True)
     args = parser.parse_args()
     device = torch.device("cpu")
     options = BuildOptions(profile=ShapeProfile.preset("default"))
-    bundles = {"teacher": ModelBundle.load(args.teacher), "student": ModelBundle.load(args.student)}
+    bundles = {"teacher": ModelBundle.load(args.teacher)}
+    bundles |= {s.name: ModelBundle.load(s) for s in args.student}
     engines = {}
     picks = {}
     for name, bundle in bundles.items():
@@ -52,7 +53,7 @@ def main() -> None:
         "machine": {"platform": platform.platform(), "cpu_threads": torch.get_num_threads()},
         "versions": runtime_versions(),
         "teacher": str(args.teacher),
-        "student": str(args.student),
+        "students": [str(s) for s in args.student],
         "engines": picks,
         "repeats": args.repeats,
         "texts": {},
@@ -75,18 +76,21 @@ def main() -> None:
         row: dict = {"audio_s": audio_s, "piper_audio_s": piper_audio[-1]}
         for name, runs in samples.items():
             row[name] = {k: statistics.median(r[k] for r in runs) * 1e3 for k in runs[0]}
-        t, s, p = row["teacher"]["e2e"], row["student"]["e2e"], row["piper"]["e2e"]
-        row["student_over_teacher"] = s / t
-        per_s = {"teacher": t / audio_s, "student": s / audio_s, "piper": p / row["piper_audio_s"]}
-        row["piper_over_teacher_per_audio_s"] = per_s["piper"] / per_s["teacher"]
-        row["piper_over_student_per_audio_s"] = per_s["piper"] / per_s["student"]
+        t, p = row["teacher"]["e2e"], row["piper"]["e2e"]
+        piper_per_s = p / row["piper_audio_s"]
+        row["piper_over_teacher_per_audio_s"] = piper_per_s / (t / audio_s)
+        line = f"{text_name}: P50 e2e teacher {t:.1f} ms ({row['piper_over_teacher_per_audio_s']:.2f}x Piper)"
+        for name in bundles:
+            if name == "teacher":
+                continue
+            s = row[name]["e2e"]
+            row[f"{name}_over_teacher"] = s / t
+            row[f"piper_over_{name}_per_audio_s"] = piper_per_s / (s / audio_s)
+            line += f", {name} {s:.1f} ms ({s / t:.2f} of teacher, {row[f'piper_over_{name}_per_audio_s']:.2f}x Piper)"
+        print(line + f"; piper {p:.1f} ms", flush=True)
         report["texts"][text_name] = row
-        print(
-            f"{text_name}: P50 e2e teacher {t:.1f} ms, student {s:.1f} ms ({s / t:.2f}x), piper {p:.1f} ms; "
-            f"x Piper per audio-s: teacher {row['piper_over_teacher_per_audio_s']:.2f}, "
-            f"student {row['piper_over_student_per_audio_s']:.2f}",
-            flush=True,
-        )
+        modules = {name: {k: round(v, 1) for k, v in row[name].items()} for name in bundles}
+        print(f"  P50 per module (ms): {modules}", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 
