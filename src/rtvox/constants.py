@@ -39,6 +39,9 @@ MAX_TARGET_SECONDS = 120.0
 # targets squeeze phonemes out of the audio. (Longer ones are bounded by MAX_TARGET_SECONDS only.)
 MAX_DURATION_SQUEEZE = 4.0
 
+# The languages the text frontend reads (a chunk's phonemes are tagged with one of them).
+SPOKEN_LANGS: tuple[str, ...] = ("zh", "en")
+
 # Chunking for streaming: a short first chunk so audio starts early, then longer ones.
 FIRST_CHUNK_PHONEMES = 48
 MAX_CHUNK_PHONEMES = 200

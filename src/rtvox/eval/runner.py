@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rtvox.constants import EVAL_EMOTION_SENTENCES, SAMPLE_RATE
+from rtvox.constants import EVAL_EMOTION_SENTENCES, SAMPLE_RATE, SPOKEN_LANGS
 from rtvox.eval.asr import WhisperJudge
 from rtvox.eval.intelligibility import Renderer, SentenceSet, audio_dir_renderer, evaluate_set
 from rtvox.eval.report import markdown_report
@@ -70,7 +70,7 @@ def _by_lang(sets: list[SentenceSet], cap: int) -> dict[str, list[str]]:
     material; later sets of a language are scored for intelligibility only)."""
     out: dict[str, list[str]] = {}
     for s in sets:
-        if s.lang in ("en", "zh") and s.lang not in out:
+        if s.lang in SPOKEN_LANGS and s.lang not in out:
             out[s.lang] = list(s.sentences[:cap])
     return out
 

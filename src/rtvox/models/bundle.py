@@ -34,7 +34,15 @@ from safetensors.torch import load_file
 from safetensors.torch import save as save_safetensors
 from torch import Tensor, nn
 
-from rtvox.constants import DEFAULT_MODEL, EMOTIONS, HOP_LENGTH, N_MELS, SAMPLE_RATE, SPEAKER_EMBED_DIM
+from rtvox.constants import (
+    DEFAULT_MODEL,
+    EMOTIONS,
+    HOP_LENGTH,
+    N_MELS,
+    SAMPLE_RATE,
+    SPEAKER_EMBED_DIM,
+    SPOKEN_LANGS,
+)
 from rtvox.errors import InputError, ModelError
 from rtvox.fsutil import atomic_write_bytes
 from rtvox.models.acoustic import AcousticConfig, AcousticModel
@@ -131,7 +139,7 @@ class ModelConfig:
         if isinstance(match, bool) or not isinstance(match, int | float) or not 0.0 <= match <= TIMBRE_MATCH_MAX:
             raise ValueError(f"timbre_match = {match!r} must be a number from 0 to {TIMBRE_MATCH_MAX}")
         for lang, text in self.lead_in.items():
-            if lang not in ("zh", "en") or not isinstance(text, str) or not 0 < len(text.strip()) <= LEAD_IN_MAX_CHARS:
+            if lang not in SPOKEN_LANGS or not isinstance(text, str) or not 0 < len(text.strip()) <= LEAD_IN_MAX_CHARS:
                 raise ValueError(
                     f"lead_in[{lang!r}] must be a text of 1-{LEAD_IN_MAX_CHARS} characters, for language zh or en"
                 )

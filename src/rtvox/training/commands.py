@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from rtvox.cli_errors import one_message
+from rtvox.constants import SPOKEN_LANGS
 from rtvox.errors import InputError
 
 train_app = typer.Typer(no_args_is_help=True, help="Train the acoustic model, the vocoder or the emotion judge.")
@@ -428,7 +429,7 @@ def language_rate(
 
     parsed = _parse_pairs(rates, LANGUAGE_RATE_MIN, LANGUAGE_RATE_MAX, "LANG=RATE", "en=0.9")
     for lang in parsed:
-        if lang not in ("zh", "en"):  # the languages the frontend reads (ModelConfig.chunk_rate)
+        if lang not in SPOKEN_LANGS:  # the languages the frontend reads (ModelConfig.chunk_rate)
             raise typer.BadParameter(f"unknown language {lang!r}; use zh or en", param_hint="LANG=RATE...")
     _merge_into_config(model, "language_rates", parsed)
 
@@ -498,7 +499,7 @@ def lead_in(
     frontend = Frontend()
     for pair in pairs:
         lang, sep, text = pair.partition("=")
-        if not sep or lang not in ("zh", "en") or len(text.strip()) > LEAD_IN_MAX_CHARS:
+        if not sep or lang not in SPOKEN_LANGS or len(text.strip()) > LEAD_IN_MAX_CHARS:
             raise typer.BadParameter(
                 f"{pair!r}: give LANG=TEXT with LANG zh or en and TEXT of at most {LEAD_IN_MAX_CHARS} characters",
                 param_hint="LANG=TEXT...",
