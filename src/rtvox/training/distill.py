@@ -30,9 +30,9 @@ import torch
 from torch import Tensor
 
 from rtvox.errors import InputError
-from rtvox.fsutil import atomic_write_bytes
 from rtvox.models.acoustic import AcousticConfig, AcousticModel
-from rtvox.models.bundle import CONFIG_NAME, ModelBundle, ModelConfig, save_weights
+from rtvox.models.bundle import CONFIG_NAME, ModelBundle, save_weights
+from rtvox.training.prosody_prior import update_config
 
 DECODER_PREFIXES = ("decoder.", "mel_out.", "frame_pos.", "postnet.")
 EMOTION_CHOICES = (None, None, "happy", "sad", "angry", "surprised", "fearful", "disgusted")
@@ -264,6 +264,10 @@ def train_student(
         opt.load_state_dict(state["opt"])
         step = int(state["step"])
         log(f"resumed at step {step}")
+
+    def save_state() -> None:
+        torch.save({"model": student.state_dict(), "opt": opt.state_dict(), "step": step}, state_path)
+
     student.train()
     rng = random.Random(f"{seed}:{step}")
     plan: list[list[int]] = []
@@ -297,10 +301,10 @@ def train_student(
             log(f"step {step} valid L1 {figures['valid_l1']:.4f}")
             with log_path.open("a", encoding="utf-8") as f:
                 f.write(json.dumps(figures) + "\n")
-            torch.save({"model": student.state_dict(), "opt": opt.state_dict(), "step": step}, state_path)
+            save_state()
     if figures.get("step") != float(step):
         figures = {"step": float(step), "valid_l1": evaluate(student, valid, batch_frames)}
-        torch.save({"model": student.state_dict(), "opt": opt.state_dict(), "step": step}, state_path)
+        save_state()
     return figures
 
 
@@ -312,10 +316,7 @@ def write_student(teacher_dir: Path, out_dir: Path, student: AcousticModel, vers
     shutil.rmtree(staging, ignore_errors=True)
     shutil.copytree(teacher_dir, staging)
     save_weights(staging, "acoustic", student.state_dict())
-    config = ModelConfig.from_dict(json.loads((teacher_dir / CONFIG_NAME).read_text(encoding="utf-8")))
-    config = dataclasses.replace(config, acoustic=student.config, version=version)
-    text = json.dumps(config.to_dict(), indent=2, ensure_ascii=False) + "\n"
-    atomic_write_bytes(staging / CONFIG_NAME, text.encode("utf-8"))
+    update_config(staging, lambda c: dataclasses.replace(c, acoustic=student.config, version=version))
     if out_dir.exists():  # replaced whole: never a half-written model directory under its name
         shutil.rmtree(out_dir)
     staging.rename(out_dir)
