@@ -29,13 +29,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from rtvox.constants import EMOTIONS
 from rtvox.errors import InputError
 from rtvox.models.acoustic import AcousticConfig, AcousticModel
 from rtvox.models.bundle import CONFIG_NAME, ModelBundle, save_weights
 from rtvox.training.prosody_prior import update_config
 
 DECODER_PREFIXES = ("decoder.", "mel_out.", "frame_pos.", "postnet.")
-EMOTION_CHOICES = (None, None, "happy", "sad", "angry", "surprised", "fearful", "disgusted")
+EMOTION_CHOICES: tuple[str | None, ...] = (None, *EMOTIONS)  # neutral twice as often as each other label
 SPEED_RANGE = (0.8, 1.25)
 BLEND_SHARE = 0.3  # share of pairs whose voice is a blend of two built-in voices
 
