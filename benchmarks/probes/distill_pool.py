@@ -1,15 +1,17 @@
 """Pooled WER/CER of a teacher and its distilled students over every set of their `rtvox eval` JSONs, with a
 paired 95 % bootstrap (sentences resampled within each set) of each student minus the teacher.
 
-    python3 benchmarks/probes/distill_pool.py   # reads and writes benchmarks/results/distill/
+    python3 benchmarks/probes/distill_pool.py [STUDENT ...]   # eval-STUDENT-{dev,heldout}.json in
+    # benchmarks/results/distill/ (default: k3nopost3 k3nopost4 nopost); writes pooled.json there
 """
 
 import json
 import random
+import sys
 from pathlib import Path
 
 R = "benchmarks/results/distill"
-models = ["teacher", "k3nopost3", "k3nopost4"]
+models = ["teacher", *(sys.argv[1:] or ["k3nopost3", "k3nopost4", "nopost"])]
 
 
 def items(n):
