@@ -309,10 +309,15 @@ def train_student(
     return figures
 
 
-def write_student(teacher_dir: Path, out_dir: Path, student: AcousticModel, version: str) -> Path:
-    """OUT_DIR = the teacher's directory with the student's acoustic weights and config (and `version`)."""
+def check_out_dir(teacher_dir: Path, out_dir: Path) -> None:
+    """InputError when the student would replace its own teacher."""
     if out_dir.resolve() == teacher_dir.resolve():
         raise InputError("the output directory must not be the teacher's", param="out")
+
+
+def write_student(teacher_dir: Path, out_dir: Path, student: AcousticModel, version: str) -> Path:
+    """OUT_DIR = the teacher's directory with the student's acoustic weights and config (and `version`)."""
+    check_out_dir(teacher_dir, out_dir)
     staging = out_dir.with_name(out_dir.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     shutil.copytree(teacher_dir, staging)
@@ -347,6 +352,7 @@ def distill_decoder(
     texts = [line.strip() for line in texts_file.read_text(encoding="utf-8").splitlines() if line.strip()]
     if len(texts) < 20:
         raise InputError(f"{texts_file} has {len(texts)} texts; give at least 20, one per line", param="texts")
+    check_out_dir(teacher_dir, out_dir)  # before the training, not after it
     run_dir.mkdir(parents=True, exist_ok=True)
     teacher = ModelBundle.load(teacher_dir).acoustic
     shape.check(teacher.config)

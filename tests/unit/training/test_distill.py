@@ -143,3 +143,8 @@ def test_the_command_names_what_is_wrong(teacher: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, [*base, "--texts", str(texts), "--keep", "zero"])
     assert result.exit_code == 2 and "--keep" in result.stderr
     assert not (tmp_path / "o").exists()
+    result = runner.invoke(
+        app, [*base[:-4], "--out", str(teacher), "--run-dir", str(tmp_path / "r"), "--texts", str(texts)]
+    )
+    assert result.exit_code == 2 and "must not be the teacher's" in result.stderr
+    assert not (tmp_path / "r" / "pairs.pt").exists()  # refused before any work
