@@ -56,6 +56,7 @@ from rtvox.models.vocoder import (
     vocoder_config_from_dict,
     vocoder_preset,
 )
+from rtvox.text.vocab import phoneme_langs
 
 FORMAT_VERSION = 1
 CONFIG_NAME = "config.json"
@@ -162,7 +163,7 @@ class ModelConfig:
         of 1 / rate over its tagged phonemes ("en:ʃ" → "en"), so a chunk's length grows as its phonemes' would."""
         if not self.language_rates:
             return 1.0
-        langs = [p.split(":", 1)[0] for p in phonemes if ":" in p]
+        langs = phoneme_langs(phonemes)
         if not langs:
             return 1.0
         stretch = sum(1.0 / self.language_rates.get(lang, 1.0) for lang in langs) / len(langs)

@@ -48,6 +48,7 @@ from rtvox.runtime.timbre import CALIBRATION, speech_mel_mean, timbre_offset
 from rtvox.runtime.types import AudioChunk, SynthesisRequest, SynthesisResult, Voice
 from rtvox.runtime.voices import VoiceStore, validate_voice_name
 from rtvox.text import Frontend, FrontendResult, Lexicon, Vocabulary
+from rtvox.text.vocab import phoneme_langs
 
 AudioSource = str | os.PathLike[str] | bytes | np.ndarray
 ProgressFn = Callable[[int, int], None]  # (chunks done, chunks in all)
@@ -142,8 +143,8 @@ class Synthesizer:
         """The lead-in ids for a chunk: those of its first tagged phoneme's language (none if the model has none)."""
         if not self.lead_ids:
             return ()
-        lang = next((p.split(":", 1)[0] for p in phonemes if ":" in p), "")
-        return self.lead_ids.get(lang, ())
+        langs = phoneme_langs(phonemes)
+        return self.lead_ids.get(langs[0], ()) if langs else ()
 
     def _builtin_voices(self) -> list[Voice]:
         meta: dict[str, dict[str, Any]] = {m["name"]: m for m in self.bundle.voices_meta}

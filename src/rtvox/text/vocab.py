@@ -39,6 +39,11 @@ BOUNDARY_LEVEL: dict[str, int] = {WORD: 1, PHRASE: 2, PAUSE: 3, SENTENCE: 4, QUE
 FORMAT_VERSION = 1
 
 
+def phoneme_langs(phonemes: Iterable[str]) -> list[str]:
+    """The language tag of every tagged phone ("en:ʃ" → "en"), in order; boundaries and specials have none."""
+    return [p.split(":", 1)[0] for p in phonemes if ":" in p]
+
+
 class Vocabulary:
     """Maps phoneme symbols to ids and back. Owns the ordered symbol table; immutable once built."""
 
