@@ -228,9 +228,11 @@ class AcousticModel(nn.Module):
             frames = masked_fill_zero(frames + position, frame_mask)
         return frames, frame_mask
 
-    def _decode_frames(self, frames: Tensor, frame_mask: Tensor) -> tuple[Tensor, Tensor]:
+    def _decode_frames(
+        self, frames: Tensor, frame_mask: Tensor, states: list[Tensor] | None = None
+    ) -> tuple[Tensor, Tensor]:
         # frames: [B, T, D], frame_mask: Bool[B, T] -> (mel before postnet, mel after) each [B, n_mels, T]
-        mel = self.mel_out(self.decoder(frames, frame_mask)).transpose(1, 2)  # [B, n_mels, T]
+        mel = self.mel_out(self.decoder(frames, frame_mask, states=states)).transpose(1, 2)  # [B, n_mels, T]
         mel = mel * frame_mask[:, None, :].to(mel.dtype)
         post = mel if self.postnet is None else mel + self.postnet(mel, frame_mask)
         pad = torch.full((), MEL_PAD_VALUE, dtype=mel.dtype, device=mel.device)
@@ -273,16 +275,19 @@ class AcousticModel(nn.Module):
         frames, frame_mask = self._regulate(hidden, durations, n_frames)
         return self._decode_frames(frames, frame_mask)[1]
 
-    def decode_masked(self, hidden: Tensor, durations: Tensor, frame_mask: Tensor) -> Tensor:
+    def decode_masked(
+        self, hidden: Tensor, durations: Tensor, frame_mask: Tensor, states: list[Tensor] | None = None
+    ) -> Tensor:
         """`decode` with every shape taken from the inputs: frame_mask Bool[B, T] (the caller's
         arange(T) < sum(durations), T a bucket) -> mel [B, n_mels, T]. Frames outside the mask are silence.
 
         What compiled engines should run: no host read, and T is an input dimension (a plain dynamic dim for
-        torch.export / AOTInductor / ONNX / TensorRT profiles, or a CUDA-graph bucket).
+        torch.export / AOTInductor / ONNX / TensorRT profiles, or a CUDA-graph bucket). `states` (distillation
+        only) receives each decoder block's output [B, T, D].
         """
         frames, regulated_mask = self._regulate(hidden, durations, frame_mask.shape[1])
         frame_mask = frame_mask & regulated_mask
-        return self._decode_frames(masked_fill_zero(frames, frame_mask), frame_mask)[1]
+        return self._decode_frames(masked_fill_zero(frames, frame_mask), frame_mask, states)[1]
 
     def infer(
         self,

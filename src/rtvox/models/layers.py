@@ -243,12 +243,17 @@ class FFTStack(nn.Module):
         )
         self.norm = ConditionalLayerNorm(dim, cond_dim)
 
-    def forward(self, x: Tensor, mask: Tensor, cond: Tensor | None = None) -> Tensor:
-        # x: [B, N, D], mask: Bool[B, N] -> [B, N, D], zero at padding
+    def forward(
+        self, x: Tensor, mask: Tensor, cond: Tensor | None = None, states: list[Tensor] | None = None
+    ) -> Tensor:
+        # x: [B, N, D], mask: Bool[B, N] -> [B, N, D], zero at padding; `states` (training only) receives each
+        # block's output, the residual stream before the final norm
         x = x + sinusoid_positions(x.shape[1], self.dim, x.device, x.dtype)[None]
         x = masked_fill_zero(x, mask)
         for block in self.blocks:
             x = block(x, mask, cond)
+            if states is not None:
+                states.append(x)
         return masked_fill_zero(self.norm(x, cond), mask)
 
 

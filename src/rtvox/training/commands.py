@@ -561,6 +561,10 @@ def distill_decoder(
     version: Annotated[str | None, typer.Option("--version", help="the student's version (default: teacher's)")] = None,
     minutes: Annotated[float | None, typer.Option("--minutes", help="wall-clock budget (resume to go on)")] = None,
     device: DeviceOpt = "cpu",
+    feature_weight: Annotated[
+        float,
+        typer.Option("--feature-weight", min=0.0, help="weight of the block-level targets (0 = the mel alone)"),
+    ] = 1.0,
 ) -> None:
     """A lighter decoder trained to reproduce TEACHER's mel from TEACHER's own encoder output (no corpus needed):
     fewer blocks (--keep), a shorter FFN kernel (--kernel), no postnet; everything else is the teacher's.
@@ -586,6 +590,7 @@ def distill_decoder(
             version=version,
             minutes=minutes,
             device=device,
+            feature_weight=feature_weight,
             log=typer.echo,
         )
     typer.echo(f"valid L1 {figures['valid_l1']:.4f} at step {int(figures['step'])}; wrote {out}")

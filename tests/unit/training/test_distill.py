@@ -17,7 +17,18 @@ from rtvox.cli import app
 from rtvox.errors import InputError
 from rtvox.models.acoustic import AcousticModel
 from rtvox.models.bundle import ModelBundle, load_weights
-from rtvox.training.distill import StudentShape, distill_decoder, student_from_teacher, write_student
+from rtvox.training.distill import (
+    FeatureTarget,
+    Pair,
+    StudentShape,
+    distill_decoder,
+    distill_loss,
+    evaluate,
+    fit_kernels,
+    masked_l1,
+    student_from_teacher,
+    write_student,
+)
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -77,6 +88,52 @@ def test_the_student_takes_the_centre_taps_and_the_kept_blocks(teacher: Path) ->
     kept = dropped.decoder.blocks[0].state_dict()
     for key, value in model.decoder.blocks[1].state_dict().items():
         assert torch.equal(kept[key], value), key
+
+
+def _pairs(model: AcousticModel, n: int = 12) -> list[Pair]:
+    """Teacher pairs from random encoder outputs with durations of 1-6 frames."""
+    gen = torch.Generator().manual_seed(5)
+    pairs = []
+    with torch.inference_mode():
+        for i in range(n):
+            length = 5 + i % 4
+            hidden = torch.randn(1, length, model.config.dim, generator=gen)
+            durations = torch.randint(1, 7, (1, length), generator=gen)
+            mel = model.decode(hidden, durations)
+            pairs.append(Pair(hidden[0], durations[0], mel[0]))
+    return pairs
+
+
+def test_the_kernel_refit_recovers_most_of_what_cropping_loses(teacher: Path) -> None:
+    model = ModelBundle.load(teacher).acoustic.eval()
+    with torch.no_grad():  # outer taps that matter, so the crop alone loses a good deal
+        for block in model.decoder.blocks:
+            block.ffn.conv1.weight[..., 0] += 0.5 * block.ffn.conv1.weight[..., 1]  # type: ignore[union-attr,index]
+    pairs = _pairs(model)
+    shape = StudentShape((0, 1), 1, True)
+    cropped = student_from_teacher(model, shape).eval()
+    refit = student_from_teacher(model, shape).eval()
+    fit_kernels(model, refit, shape, pairs, batch_frames=400)
+    crop_error, fit_error = evaluate(cropped, pairs, 400), evaluate(refit, pairs, 400)
+    assert fit_error < 0.6 * crop_error, (crop_error, fit_error)
+    assert refit.decoder.blocks[0].ffn.conv1.weight.shape == cropped.decoder.blocks[0].ffn.conv1.weight.shape  # type: ignore[union-attr]
+    # a student that keeps the teacher's kernel is left as it is
+    same = student_from_teacher(model, StudentShape((0, 1), 3, True)).eval()
+    fit_kernels(model, same, StudentShape((0, 1), 3, True), pairs, batch_frames=400)
+    assert evaluate(same, pairs, 400) < 1e-6
+
+
+def test_the_block_targets_are_zero_for_the_teacher_itself_and_count_for_a_student(teacher: Path) -> None:
+    model = ModelBundle.load(teacher).acoustic.eval()
+    pairs = _pairs(model, 4)
+    twin = student_from_teacher(model, StudentShape((0, 1), 3, True)).eval()
+    features = FeatureTarget(model, (0, 1), 1.0)
+    student = student_from_teacher(model, StudentShape((1,), 3, True)).eval()  # block 1 alone, pulled to block 1
+    with torch.no_grad():
+        assert float(distill_loss(twin, pairs, features)) < 1e-6
+        mel_only = float(masked_l1(student, pairs))
+        assert float(distill_loss(student, pairs, None)) == mel_only
+        assert float(distill_loss(student, pairs, FeatureTarget(model, (1,), 1.0))) > mel_only
 
 
 def test_distillation_lowers_the_error_and_writes_a_model_that_speaks(teacher: Path, tmp_path: Path) -> None:
