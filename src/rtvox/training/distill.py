@@ -130,16 +130,17 @@ def first_conv(model: AcousticModel, block: int) -> torch.nn.Conv1d:
 
 def fit_kernels(
     teacher: AcousticModel, student: AcousticModel, shape: StudentShape, pairs: Sequence[Pair], batch_frames: int
-) -> None:
+) -> bool:
     """Refit each shortened FFN convolution of `student` by least squares: the `shape.ff_kernel`-tap kernel
     (and bias) whose output on the teacher's own inputs to that convolution is closest to the teacher's
     full-kernel output, over every real frame of `pairs`. Neighbouring frames are strongly correlated (a phoneme
-    lasts ~8 frames), so the outer taps' share largely moves onto the kept ones, where cropping drops it."""
+    lasts ~8 frames), so the outer taps' share largely moves onto the kept ones, where cropping drops it.
+    False (nothing done) when the student keeps the teacher's kernel."""
     k = shape.ff_kernel
+    if k == student_kernel(teacher.config):
+        return False
     device = next(student.parameters()).device
     convs = [first_conv(teacher, i) for i in shape.keep_blocks]
-    if convs[0].kernel_size[0] == k:
-        return
     dim = convs[0].in_channels
     gram = [torch.zeros(dim * k + 1, dim * k + 1, dtype=torch.float64, device=device) for _ in convs]
     cross = [torch.zeros(c.out_channels, dim * k + 1, dtype=torch.float64, device=device) for c in convs]
@@ -175,6 +176,7 @@ def fit_kernels(
             conv.weight.copy_(fit[:, :-1].reshape(conv.weight.shape).to(conv.weight.dtype))
             assert conv.bias is not None
             conv.bias.copy_(fit[:, -1].to(conv.bias.dtype))
+    return True
 
 
 @dataclass(frozen=True)
@@ -282,10 +284,8 @@ def collate(pairs: Sequence[Pair], device: torch.device) -> tuple[Tensor, Tensor
 
 
 def masked_l1(student: AcousticModel, pairs: Sequence[Pair]) -> Tensor:
-    hidden, durations, target, mask = collate(pairs, next(student.parameters()).device)
-    out = student.decode_masked(hidden, durations, mask)
-    keep = mask[:, None, :].expand_as(out)
-    return (out - target).abs()[keep].mean()
+    """Mean absolute error of the student's mel against the teacher's over the pairs' real frames."""
+    return distill_loss(student, pairs, None)
 
 
 @dataclass(frozen=True)
@@ -302,16 +302,16 @@ def distill_loss(student: AcousticModel, pairs: Sequence[Pair], features: Featur
     """Masked mel L1 against the teacher's mel, plus (with `features`) for each student block the squared error
     of its output against its teacher block's, relative to that block's mean square (so every block counts alike
     whatever the scale of its residual stream)."""
-    if features is None or features.weight == 0:
-        return masked_l1(student, pairs)
     hidden, durations, target, mask = collate(pairs, next(student.parameters()).device)
     mine: list[Tensor] = []
     out = student.decode_masked(hidden, durations, mask, states=mine)
+    keep = mask[:, None, :].expand_as(out)
+    loss = (out - target).abs()[keep].mean()
+    if features is None or features.weight == 0:
+        return loss
     theirs: list[Tensor] = []
     with torch.no_grad():
         features.teacher.decode_masked(hidden, durations, mask, states=theirs)
-    keep = mask[:, None, :].expand_as(out)
-    loss = (out - target).abs()[keep].mean()
     frames = mask[..., None].to(out.dtype)
     for state, index in zip(mine, features.blocks, strict=True):
         goal = theirs[index]
@@ -477,8 +477,7 @@ def distill_decoder(
     teacher = teacher.to(device).eval()
     student = student_from_teacher(teacher, shape).to(device)
     log(f"init valid L1 {evaluate(student, valid, batch_frames):.4f} ({len(train)} train / {len(valid)} valid chunks)")
-    if not (run_dir / "state.pt").is_file() and shape.ff_kernel < student_kernel(teacher.config):
-        fit_kernels(teacher, student, shape, train[:FIT_PAIRS], batch_frames)
+    if not (run_dir / "state.pt").is_file() and fit_kernels(teacher, student, shape, train[:FIT_PAIRS], batch_frames):
         log(f"kernels refitted: valid L1 {evaluate(student, valid, batch_frames):.4f}")
     figures = train_student(
         student,
