@@ -38,9 +38,8 @@ def main() -> None:
     parser.add_argument("--version", default="8.9.1-d2ft")
     args = parser.parse_args()
     torch.manual_seed(0)
-    distill.EMOTION_CHOICES = EMOTION_MIX  # request_settings draws from it
     lines = [line.strip() for line in args.texts.read_text(encoding="utf-8").splitlines() if line.strip()]
-    pairs = distill.make_pairs(args.teacher, lines[args.first : args.first + args.count], seed=7)
+    pairs = distill.make_pairs(args.teacher, lines[args.first : args.first + args.count], seed=7, emotions=EMOTION_MIX)
     order = list(range(len(pairs)))
     random.Random(0).shuffle(order)
     valid, train = [pairs[i] for i in order[:40]], [pairs[i] for i in order[40:]]

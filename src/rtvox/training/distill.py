@@ -189,10 +189,13 @@ class PairSettings:
     blend: tuple[str, str, float] | None = None
 
 
-def request_settings(rng: random.Random, voices: Sequence[str]) -> PairSettings:
-    """A random voice (or a two-voice blend), emotion and speed for one pair's request."""
+def request_settings(
+    rng: random.Random, voices: Sequence[str], emotions: Sequence[str | None] = EMOTION_CHOICES
+) -> PairSettings:
+    """A random voice (or a two-voice blend), emotion (drawn from `emotions`; None = neutral) and speed for one
+    pair's request."""
     speed = round(rng.uniform(*SPEED_RANGE), 3)
-    emotion = rng.choice(EMOTION_CHOICES)
+    emotion = rng.choice(emotions)
     if len(voices) > 1 and rng.random() < BLEND_SHARE:
         a, b = rng.sample(list(voices), 2)
         return PairSettings(a, emotion, speed, blend=(a, b, round(rng.uniform(0.25, 0.75), 3)))
@@ -205,10 +208,11 @@ def make_pairs(
     *,
     seed: int,
     device: str = "cpu",
+    emotions: Sequence[str | None] = EMOTION_CHOICES,
     log: Callable[[str], None] = print,
 ) -> list[Pair]:
     """The teacher's (hidden, durations, mel) for every chunk of every text, made on `device` in fp32, kept on
-    the CPU."""
+    the CPU; each request's emotion drawn from `emotions` (repeat a label to weight it)."""
     from rtvox.runtime.steps import ChunkJob, encode_inputs, encode_row
     from rtvox.runtime.synthesizer import Synthesizer
     from rtvox.runtime.types import SynthesisRequest
@@ -222,7 +226,7 @@ def make_pairs(
     pairs: list[Pair] = []
     started = time.monotonic()
     for n, text in enumerate(texts):
-        pick = request_settings(rng, names)
+        pick = request_settings(rng, names, emotions)
         if pick.blend is not None:
             a, b, w = pick.blend
             mix = w * synth.voices.get(a).embedding + (1 - w) * synth.voices.get(b).embedding

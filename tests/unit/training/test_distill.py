@@ -205,3 +205,15 @@ def test_the_command_names_what_is_wrong(teacher: Path, tmp_path: Path) -> None:
     )
     assert result.exit_code == 2 and "must not be the teacher's" in result.stderr
     assert not (tmp_path / "r" / "pairs.pt").exists()  # refused before any work
+
+
+def test_the_pair_requests_draw_emotions_from_the_given_mix() -> None:
+    import random
+
+    from rtvox.training.distill import EMOTION_CHOICES, request_settings
+
+    rng = random.Random(0)
+    picks = [request_settings(rng, ["anna", "ben"], ("angry", "angry", None)).emotion for _ in range(300)]
+    assert set(picks) == {"angry", None} and 170 < picks.count("angry") < 230
+    default = {request_settings(rng, ["anna", "ben"]).emotion for _ in range(300)}
+    assert default == set(EMOTION_CHOICES)
