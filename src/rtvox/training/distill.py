@@ -307,11 +307,12 @@ def distill_loss(student: AcousticModel, pairs: Sequence[Pair], features: Featur
     of its output against its teacher block's, relative to that block's mean square (so every block counts alike
     whatever the scale of its residual stream)."""
     hidden, durations, target, mask = collate(pairs, next(student.parameters()).device)
+    blocks = features is not None and features.weight != 0
     mine: list[Tensor] = []
-    out = student.decode_masked(hidden, durations, mask, states=mine)
+    out = student.decode_masked(hidden, durations, mask, states=mine if blocks else None)
     keep = mask[:, None, :].expand_as(out)
     loss = (out - target).abs()[keep].mean()
-    if features is None or features.weight == 0:
+    if features is None or not blocks:
         return loss
     theirs: list[Tensor] = []
     with torch.no_grad():
