@@ -7,12 +7,13 @@ teacher's own inputs) and trained to reproduce the teacher's final mel from the 
 pairs are made by the teacher itself from any text, so no corpus is needed, and the encoder, variance adaptor,
 vocoder, voices and emotion table stay the teacher's, bit for bit.
 
-Pairs: each text becomes a request with a random built-in voice (or a blend of two, so clone-like conditions are
-seen), emotion label and speed; every chunk of it is encoded as the runtime does (`Synthesizer.prepare`, the
-runtime's encode rows) and decoded by the teacher. Training (dropout off): masked L1 against the teacher's mel
-plus each student block's relative squared error against the teacher block it came from; AdamW with a cosine
-schedule, length-sorted batches of about `batch_frames` frames; a checkpoint every `save_every` steps (state,
-optimizer and step) so a stopped run resumes where it stopped.
+Pairs: each text becomes a request with a random built-in voice (or a blend of two, or the GE2E embedding of one
+of the given reference clips, so the conditions cloning asks for are seen), emotion label and speed; every chunk
+of it is encoded as the runtime does (`Synthesizer.prepare`, the runtime's encode rows) and decoded by the teacher.
+Training (dropout off): masked L1 against the teacher's mel plus each student block's relative squared error
+against the teacher block it came from; AdamW with a cosine schedule, length-sorted batches of about
+`batch_frames` frames; a checkpoint every `save_every` steps (state, optimizer and step) so a stopped run resumes
+where it stopped.
 """
 
 from __future__ import annotations
@@ -181,21 +182,31 @@ def fit_kernels(
 
 @dataclass(frozen=True)
 class PairSettings:
-    """One pair's request: a built-in voice, or a blend (a, b, weight of a) of two; an emotion label; a speed."""
+    """One pair's request: a built-in voice, or a blend (a, b, weight of a) of two, or reference clip number
+    `clip`; an emotion label; a speed."""
 
     voice: str
     emotion: str | None
     speed: float
     blend: tuple[str, str, float] | None = None
+    clip: int | None = None
 
 
 def request_settings(
-    rng: random.Random, voices: Sequence[str], emotions: Sequence[str | None] = EMOTION_CHOICES
+    rng: random.Random,
+    voices: Sequence[str],
+    emotions: Sequence[str | None] = EMOTION_CHOICES,
+    *,
+    clips: int = 0,
+    clip_share: float = 0.0,
 ) -> PairSettings:
-    """A random voice (or a two-voice blend), emotion (drawn from `emotions`; None = neutral) and speed for one
-    pair's request."""
+    """A random voice (with probability `clip_share`, when there are `clips` reference clips, one of them; else a
+    built-in voice or a two-voice blend), emotion (drawn from `emotions`; None = neutral) and speed for one pair's
+    request."""
     speed = round(rng.uniform(*SPEED_RANGE), 3)
     emotion = rng.choice(emotions)
+    if clips > 0 and rng.random() < clip_share:
+        return PairSettings("", emotion, speed, clip=rng.randrange(clips))
     if len(voices) > 1 and rng.random() < BLEND_SHARE:
         a, b = rng.sample(list(voices), 2)
         return PairSettings(a, emotion, speed, blend=(a, b, round(rng.uniform(0.25, 0.75), 3)))
@@ -209,10 +220,14 @@ def make_pairs(
     seed: int,
     device: str = "cpu",
     emotions: Sequence[str | None] = EMOTION_CHOICES,
+    clip_embeddings: Sequence[np.ndarray] = (),
+    clip_share: float = 0.0,
     log: Callable[[str], None] = print,
 ) -> list[Pair]:
     """The teacher's (hidden, durations, mel) for every chunk of every text, made on `device` in fp32, kept on
-    the CPU; each request's emotion drawn from `emotions` (repeat a label to weight it)."""
+    the CPU; each request's emotion drawn from `emotions` (repeat a label to weight it); a share `clip_share` of
+    the requests speaks with one of `clip_embeddings` (GE2E embeddings of reference clips: `embed_clips`), as a
+    clone does."""
     from rtvox.runtime.steps import ChunkJob, encode_inputs, encode_row
     from rtvox.runtime.synthesizer import Synthesizer
     from rtvox.runtime.types import SynthesisRequest
@@ -222,12 +237,17 @@ def make_pairs(
         raise InputError(f"{teacher_dir} is not a default-family (FastSpeech) model; only its decoder distils")
     model = synth.bundle.acoustic
     names = list(synth.voices.builtin_names)
+    cloned = [np.asarray(e, dtype=np.float32) for e in clip_embeddings]
     rng = random.Random(seed)
     pairs: list[Pair] = []
     started = time.monotonic()
     for n, text in enumerate(texts):
-        pick = request_settings(rng, names, emotions)
-        if pick.blend is not None:
+        pick = request_settings(rng, names, emotions, clips=len(cloned), clip_share=clip_share)
+        if pick.clip is not None:
+            request = SynthesisRequest(
+                text, speaker_embedding=cloned[pick.clip], emotion=pick.emotion, speed=pick.speed
+            )
+        elif pick.blend is not None:
             a, b, w = pick.blend
             mix = w * synth.voices.get(a).embedding + (1 - w) * synth.voices.get(b).embedding
             embedding = (mix / np.linalg.norm(mix)).astype(np.float32)
@@ -252,6 +272,15 @@ def make_pairs(
         if (n + 1) % 200 == 0:
             log(f"pairs: {n + 1}/{len(texts)} texts, {len(pairs)} chunks, {time.monotonic() - started:.0f} s")
     return pairs
+
+
+def embed_clips(model_dir: Path, clips: Sequence[Path]) -> np.ndarray:
+    """[len(clips), D] GE2E embeddings of reference clips, as the model's runtime embeds a clone's clip (a bad or
+    missing clip raises an InputError naming it)."""
+    from rtvox.runtime.synthesizer import Synthesizer
+
+    synth = Synthesizer(model_dir, device="cpu", backend="eager")
+    return np.stack([synth.embed_speaker(path, param="clips") for path in clips]).astype(np.float32)
 
 
 def batches(pairs: Sequence[Pair], batch_frames: int, rng: random.Random) -> list[list[int]]:

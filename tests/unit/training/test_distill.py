@@ -166,6 +166,16 @@ def test_distillation_lowers_the_error_and_writes_a_model_that_speaks(teacher: P
     audio = Synthesizer(out, device="cpu").synthesize("Hello there.").audio
     assert audio.size > 2400 and np.isfinite(audio).all()
 
+    # a training run warm-started from the student builds the student's decoder, not the preset's, and loads it
+    from rtvox.text.vocab import Vocabulary
+    from rtvox.training.acoustic import NEW_LAYERS, AcousticRun, build_modules, load_model_init, run_config
+
+    vocab = len(Vocabulary.default())
+    warm = run_config(AcousticRun(data=tmp_path, run_dir=tmp_path, preset="tiny", init=out), vocab)
+    assert warm.acoustic.decoder_layers == 1 and warm.acoustic.postnet_layers == 0
+    assert warm.acoustic.decoder_ff_kernels == (1, 1)
+    load_model_init(out, build_modules(warm, vocab), NEW_LAYERS)  # strict: raises on any shape or key mismatch
+
     # a second call with more steps resumes: the pairs and the state are read back, not made again
     lines.clear()
     again = distill_decoder(teacher, texts, out, run, shape, steps=16, batch_frames=600, lr=3e-3, log=lines.append)
@@ -217,3 +227,37 @@ def test_the_pair_requests_draw_emotions_from_the_given_mix() -> None:
     assert set(picks) == {"angry", None} and 170 < picks.count("angry") < 230
     default = {request_settings(rng, ["anna", "ben"]).emotion for _ in range(300)}
     assert default == set(EMOTION_CHOICES)
+
+
+def test_a_share_of_the_pair_requests_speaks_with_a_reference_clip() -> None:
+    import random
+
+    from rtvox.training.distill import request_settings
+
+    rng = random.Random(0)
+    picks = [request_settings(rng, ["anna", "ben"], clips=3, clip_share=0.5) for _ in range(400)]
+    cloned = [p.clip for p in picks if p.clip is not None]
+    assert 160 < len(cloned) < 240 and set(cloned) == {0, 1, 2}
+    assert all(p.voice in {"anna", "ben"} for p in picks if p.clip is None)
+    assert all(request_settings(rng, ["anna", "ben"], clip_share=1.0).clip is None for _ in range(50))  # no clips
+
+
+def test_pairs_made_with_a_reference_clip_follow_its_embedding(teacher: Path, tmp_path: Path) -> None:
+    import soundfile as sf
+
+    from rtvox.training.distill import embed_clips, make_pairs
+
+    t = np.arange(24_000 * 4) / 24_000
+    clip = tmp_path / "ref.wav"
+    sf.write(clip, (0.3 * np.sin(2 * np.pi * 180 * t) * (1 + np.sin(2 * np.pi * 3 * t))).astype(np.float32), 24_000)
+    texts = TEXTS[:2]
+    builtin = make_pairs(teacher, texts, seed=5, emotions=(None,), log=lambda _: None)
+    embeddings = embed_clips(teacher, [clip])
+    assert embeddings.shape[0] == 1 and abs(float(np.linalg.norm(embeddings[0])) - 1) < 1e-3
+    cloned = make_pairs(
+        teacher, texts, seed=5, emotions=(None,), clip_embeddings=embeddings, clip_share=1.0, log=lambda _: None
+    )
+    assert len(cloned) == len(builtin) and all(p.frames > 0 for p in cloned)
+    assert any(not torch.equal(a.hidden, b.hidden) for a, b in zip(builtin, cloned, strict=True))
+    with pytest.raises(InputError, match=r"missing\.wav does not exist"):
+        embed_clips(teacher, [tmp_path / "missing.wav"])
