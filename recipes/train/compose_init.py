@@ -28,12 +28,13 @@ from rtvox.training.checkpoint import load_module_state, save_snapshot
 
 
 def compose(model_dir: Path, aligner_snapshot: Path, step: int, out: Path, preset: str = "small") -> dict[str, Any]:
-    """Write the snapshot to `out`; returns its progress record. The model's config decides frame positions."""
+    """Write the snapshot to `out`; returns its progress record. The model's config decides frame positions and the
+    decoder's shape (a distilled default has fewer taps and no postnet: training.acoustic.DECODER_SHAPE)."""
     if step < 0:
         raise ValueError(f"--step must be >= 0, got {step}")
     shipped = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     frame_position = bool(shipped.get("acoustic", {}).get("frame_position", False))
-    run = AcousticRun(data=Path("."), run_dir=Path("."), preset=preset, frame_position=frame_position)
+    run = AcousticRun(data=Path("."), run_dir=Path("."), preset=preset, init=model_dir, frame_position=frame_position)
     vocab = Vocabulary.default()
     modules = build_modules(run_config(run, len(vocab)), len(vocab))
     progress: dict[str, Any] = {"step": step, "seconds": 0.0, "preset": preset, "frame_position": frame_position}

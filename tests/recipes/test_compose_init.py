@@ -34,7 +34,7 @@ def test_compose_keeps_the_model_and_the_aligner(tmp_path: Path) -> None:
     assert progress["init_model"].startswith("rtvox-small ")
 
     vocab = Vocabulary.default()
-    run = AcousticRun(data=tmp_path, run_dir=tmp_path, frame_position=True)
+    run = AcousticRun(data=tmp_path, run_dir=tmp_path, init=MODEL, frame_position=True)  # the model's decoder shape
     modules = build_modules(run_config(run, len(vocab)), len(vocab))
     loaded = load_snapshot(tmp_path / "init", modules)  # strict: every module present, nothing extra
     assert loaded["step"] == 25291

@@ -117,10 +117,22 @@ def _lr(step: int, run: AcousticRun) -> float:
     return run.lr * min(step / run.warmup, math.sqrt(run.warmup / step))
 
 
+# The decoder side a distilled model may have changed (rtvox.training.distill): a warm start from a model
+# directory keeps that model's, whatever the preset says
+DECODER_SHAPE = ("decoder_layers", "decoder_ff_kernels", "postnet_layers", "postnet_channels", "postnet_kernel")
+
+
 def run_config(run: AcousticRun, vocab_size: int) -> ModelConfig:
-    """The preset's model config with the run's overrides (dropout, frame position)."""
+    """The preset's model config with the run's overrides (dropout, frame position); a warm start from a model
+    directory takes that model's decoder shape (DECODER_SHAPE)."""
     config = ModelConfig.preset(run.preset, vocab_size=vocab_size, name="rtvox-base")
     acoustic = dataclasses.replace(config.acoustic, frame_position=run.frame_position)
+    if run.init is not None and is_model_dir(run.init):
+        shipped = json.loads((run.init / "config.json").read_text(encoding="utf-8")).get("acoustic", {})
+        shape: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in shipped.items() if k in DECODER_SHAPE
+        }
+        acoustic = dataclasses.replace(acoustic, **shape)
     if run.dropout is not None:
         acoustic = dataclasses.replace(acoustic, dropout=run.dropout)
     return dataclasses.replace(config, acoustic=acoustic)
