@@ -23,10 +23,6 @@ def trials(path: str) -> dict[tuple[str, str], tuple[float, bool]]:
 
 
 def _summary(d: dict[tuple[str, str], tuple[float, bool]], keys: list[tuple[str, str]]) -> str:
-    return f"cosine {sum(d[k][0] for k in keys) / len(keys):.4f}, closer {sum(d[k][1] for k in keys)}/{len(keys)}"
-
-
-def _summary(d: dict[tuple[str, str], tuple[float, bool]], keys: list[tuple[str, str]]) -> str:
     cosine = sum(d[k][0] for k in keys) / len(keys)
     return f"cosine {cosine:.4f}, closer {sum(d[k][1] for k in keys)}/{len(keys)}"
 
@@ -44,7 +40,6 @@ def main() -> None:
         rng = random.Random(0)
         boot = sorted(sum(rng.choices(diffs, k=len(diffs))) / len(diffs) for _ in range(4000))
         mean = sum(diffs) / len(diffs)
-
         print(f"{len(keys)} trials: A {_summary(base, keys)}; B {_summary(other, keys)} ({other_path})")
         print(f"  B - A cosine {mean:+.4f} [{boot[100]:+.4f}, {boot[3899]:+.4f}]")
 
