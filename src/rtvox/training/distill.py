@@ -243,17 +243,20 @@ def make_pairs(
     started = time.monotonic()
     for n, text in enumerate(texts):
         pick = request_settings(rng, names, emotions, clips=len(cloned), clip_share=clip_share)
+        embedding: np.ndarray | None = None  # a clip's or a blend's; None speaks the built-in voice by name
         if pick.clip is not None:
-            request = SynthesisRequest(
-                text, speaker_embedding=cloned[pick.clip], emotion=pick.emotion, speed=pick.speed
-            )
+            embedding = cloned[pick.clip]
         elif pick.blend is not None:
             a, b, w = pick.blend
             mix = w * synth.voices.get(a).embedding + (1 - w) * synth.voices.get(b).embedding
             embedding = (mix / np.linalg.norm(mix)).astype(np.float32)
-            request = SynthesisRequest(text, speaker_embedding=embedding, emotion=pick.emotion, speed=pick.speed)
-        else:
-            request = SynthesisRequest(text, voice=pick.voice, emotion=pick.emotion, speed=pick.speed)
+        request = SynthesisRequest(
+            text,
+            voice=None if embedding is not None else pick.voice,
+            speaker_embedding=embedding,
+            emotion=pick.emotion,
+            speed=pick.speed,
+        )
         try:
             prepared = synth.prepare(request)
         except InputError as e:  # a text the frontend cannot speak: skipped, said
