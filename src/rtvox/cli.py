@@ -378,6 +378,14 @@ def serve(
             help="Batch wait of first chunks (default: 0 on a GPU, --max-wait-ms on the CPU)",
         ),
     ] = None,
+    max_chunk_phonemes: Annotated[
+        int | None,
+        typer.Option(
+            envvar="RTVOX_MAX_CHUNK_PHONEMES",
+            min=2,
+            help="Most phonemes in a streamed chunk after the first (default 200)",
+        ),
+    ] = None,
     frontend_processes: Annotated[
         int | None,
         typer.Option(
@@ -447,6 +455,7 @@ def serve(
                 max_wait_ms=max_wait_ms,
                 deadline_s=deadline_s or None,
                 first_chunk_wait_ms=first_chunk_wait_ms,
+                max_chunk_phonemes=max_chunk_phonemes,
                 frontend_processes=frontend_processes,
                 batches_in_flight=batches_in_flight,
                 engine_process=engine_process,

@@ -19,6 +19,7 @@ from rtvox.errors import TextError
 from rtvox.runtime import Synthesizer
 from rtvox.runtime.sched_types import DeadlineExceededError, EngineFailedError, QueueFullError
 from rtvox.runtime.service import ServiceConfig, TTSService
+from rtvox.runtime.steps import ChunkJob
 from rtvox.runtime.types import SynthesisRequest
 
 T = TypeVar("T")
@@ -577,3 +578,38 @@ def test_a_step_that_raises_fails_its_requests_and_the_service_goes_on(tiny_mode
         await service.stop()
 
     run(main)
+
+
+@pytest.mark.parametrize("frontend_processes", [0, 1])
+def test_max_chunk_phonemes_caps_later_chunks_and_the_audio_is_the_same_text_chunked_so(
+    tiny_model: Path, reference: Synthesizer, frontend_processes: int
+) -> None:
+    """ServiceConfig.max_chunk_phonemes reaches the frontend (its thread or a worker process): later chunks hold at
+    most that many phonemes, so a long text streams in more, shorter steps, each the reference's chunk of the text
+    split at the same cap."""
+    cap = 24
+    text = " ".join(TEXTS[0] for _ in range(3))
+    front = reference.frontend.process(text, max_chunk_phonemes=cap)
+    default = reference.frontend.process(text)
+    assert len(front.chunks) > len(default.chunks)
+    assert all(len(c.phonemes) <= cap for c in front.chunks[1:])
+    prepared = reference.prepare(SynthesisRequest(text=text), front)
+    want = [reference.run_step([ChunkJob(prepared, i)])[0] for i in range(len(prepared.chunks))]
+
+    async def main() -> None:
+        config = ServiceConfig(max_chunk_phonemes=cap, frontend_processes=frontend_processes, fallback_device=None)
+        service = TTSService(new_synth(tiny_model), config)
+        await service.start()
+        result = await service.synthesize(SynthesisRequest(text=text))
+        await service.stop()
+        assert len(result.chunks) == len(want)
+        for got_chunk, want_chunk in zip(result.chunks, want, strict=True):
+            assert got_chunk.durations == want_chunk.durations
+            close(got_chunk.audio, want_chunk.audio)
+
+    run(main)
+
+
+def test_max_chunk_phonemes_below_two_is_refused() -> None:
+    with pytest.raises(ValueError, match="max_chunk_phonemes"):
+        ServiceConfig(max_chunk_phonemes=1)

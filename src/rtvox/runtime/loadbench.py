@@ -670,6 +670,7 @@ def run_load_bench(
             "max_wait_ms": config.max_wait_ms,
             "first_chunk_wait_ms": config.first_chunk_wait_ms,
             "max_batch_phonemes": config.max_batch_phonemes,
+            "max_chunk_phonemes": config.max_chunk_phonemes,
             "max_queue": config.max_queue,
             "frontend_processes": config.frontend_processes,
             "batches_in_flight": config.batches_in_flight,

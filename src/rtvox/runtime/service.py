@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from rtvox.constants import MAX_INPUT_CHARS, SAMPLE_RATE
+from rtvox.constants import MAX_CHUNK_PHONEMES, MAX_INPUT_CHARS, SAMPLE_RATE
 from rtvox.errors import InputError, TextError
 from rtvox.runtime.cache import EmbeddingCache
 from rtvox.runtime.engine_process import EngineProcess
@@ -83,6 +83,10 @@ class ServiceConfig:
     # Most phonemes per batched step (None: no limit). Steps are not preemptible: on a CPU, a cap near one long
     # chunk (e.g. MAX_CHUNK_PHONEMES) keeps first chunks from waiting behind several long later chunks.
     max_batch_phonemes: int | None = None
+    # Most phonemes in a streamed chunk after the first (the frontend splits at phrase boundaries under it): fewer
+    # mean shorter steps, more joins. On the 2-core CPU 96 did not lower P99 time to first audio against the default
+    # (BENCHMARKS.md, "Serving load (2-core CPU)"), so it stays MAX_CHUNK_PHONEMES everywhere.
+    max_chunk_phonemes: int = MAX_CHUNK_PHONEMES
     # Text frontend in this many worker processes (0: one thread in this process). A GPU server at thousands of
     # requests per second needs them: the frontend is pure Python and would share this process's GIL.
     frontend_processes: int = 0
@@ -113,6 +117,8 @@ class ServiceConfig:
             raise ValueError(f"frontend_processes must be >= 0, got {self.frontend_processes}")
         if self.max_batch < 1 or self.max_queue < 1 or self.max_chars < 1 or self.max_phonemes < 1:
             raise ValueError("max_batch, max_queue, max_chars and max_phonemes must be at least 1")
+        if self.max_chunk_phonemes < 2:
+            raise ValueError(f"max_chunk_phonemes must be at least 2, got {self.max_chunk_phonemes}")
         if self.first_chunk_wait_ms is not None and not self.first_chunk_wait_ms >= 0:
             raise ValueError(f"first_chunk_wait_ms must be >= 0 or None, got {self.first_chunk_wait_ms}")
         if self.gil_switch_interval_ms is not None and not self.gil_switch_interval_ms > 0:
@@ -281,6 +287,7 @@ class TTSService:
             frontend_processes=self.config.frontend_processes,
             owns_primary=owned,
             split_steps=self.config.batches_in_flight > 1,
+            max_chunk_phonemes=self.config.max_chunk_phonemes,
         )
         await self._executor.start()
         self._wake = asyncio.Event()  # bound to the running loop

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import rtvox.runtime.synthesizer as synthesizer_module
+from rtvox.constants import MAX_CHUNK_PHONEMES
 from rtvox.server.config import ServerConfig
 from rtvox.server.serve import build_service
 
@@ -35,6 +36,7 @@ def test_gpu_defaults_are_the_serving_load_settings(on_gpu: None, monkeypatch: p
     cfg = service.config
     assert (cfg.max_batch, cfg.first_chunk_wait_ms, cfg.frontend_processes, cfg.fallback_device) == (64, 0.0, 8, "cpu")
     assert cfg.batches_in_flight == 2  # the captured pipeline's launch overlaps the last batch's decode
+    assert cfg.max_chunk_phonemes == MAX_CHUNK_PHONEMES
 
 
 def test_settings_given_win_over_the_gpu_defaults(on_gpu: None) -> None:
@@ -55,6 +57,8 @@ def test_cpu_defaults_are_the_per_module_pick_and_small_batches(monkeypatch: pyt
     cfg = service.config
     assert (cfg.max_batch, cfg.first_chunk_wait_ms, cfg.frontend_processes, cfg.fallback_device) == (16, None, 0, None)
     assert cfg.batches_in_flight == 1
+    assert cfg.max_chunk_phonemes == MAX_CHUNK_PHONEMES
+    assert build_service(ServerConfig(device="cpu", max_chunk_phonemes=150)).config.max_chunk_phonemes == 150
 
 
 @pytest.mark.parametrize(
