@@ -13,7 +13,7 @@ import faulthandler
 import json
 import sys
 
-from rtvox.constants import MAX_CHUNK_PHONEMES
+from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES
 from rtvox.runtime.loadbench import run_load_bench
 from rtvox.runtime.service import ServiceConfig
 
@@ -33,6 +33,9 @@ def main() -> None:
     parser.add_argument("--max-batch-phonemes", type=int, default=None, help="phoneme budget per batched step")
     parser.add_argument(
         "--max-chunk-phonemes", type=int, default=MAX_CHUNK_PHONEMES, help="most phonemes in a chunk after the first"
+    )
+    parser.add_argument(
+        "--first-chunk-phonemes", type=int, default=FIRST_CHUNK_PHONEMES, help="most phonemes in a first chunk"
     )
     parser.add_argument(
         "--first-chunk-wait-ms", type=float, default=None, help="batch wait of first chunks (default: --max-wait-ms)"
@@ -99,6 +102,7 @@ def main() -> None:
             first_chunk_wait_ms=args.first_chunk_wait_ms,
             max_batch_phonemes=args.max_batch_phonemes,
             max_chunk_phonemes=args.max_chunk_phonemes,
+            first_chunk_phonemes=args.first_chunk_phonemes,
             max_queue=args.max_queue,
             frontend_processes=args.frontend_processes,
             batches_in_flight=args.batches_in_flight,

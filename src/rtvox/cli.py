@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from rtvox.cli_errors import check_listen, check_output_path, no_empty_folder_left, one_message
-from rtvox.constants import AUDIO_FORMATS, SAMPLE_RATE
+from rtvox.constants import AUDIO_FORMATS, FIRST_CHUNK_PHONEMES, SAMPLE_RATE
 from rtvox.errors import InputError, RtvoxError, TextError, VoiceNotFoundError
 from rtvox.eval.commands import register as register_eval
 from rtvox.training.commands import train_app
@@ -386,6 +386,14 @@ def serve(
             help="Most phonemes in a streamed chunk after the first (default 200)",
         ),
     ] = None,
+    first_chunk_phonemes: Annotated[
+        int,
+        typer.Option(
+            envvar="RTVOX_FIRST_CHUNK_PHONEMES",
+            min=2,
+            help="Most phonemes in a stream's first chunk (smaller: earlier first audio, an earlier join)",
+        ),
+    ] = FIRST_CHUNK_PHONEMES,
     frontend_processes: Annotated[
         int | None,
         typer.Option(
@@ -456,6 +464,7 @@ def serve(
                 deadline_s=deadline_s or None,
                 first_chunk_wait_ms=first_chunk_wait_ms,
                 max_chunk_phonemes=max_chunk_phonemes,
+                first_chunk_phonemes=first_chunk_phonemes,
                 frontend_processes=frontend_processes,
                 batches_in_flight=batches_in_flight,
                 engine_process=engine_process,

@@ -580,24 +580,31 @@ def test_a_step_that_raises_fails_its_requests_and_the_service_goes_on(tiny_mode
     run(main)
 
 
-@pytest.mark.parametrize("frontend_processes", [0, 1])
-def test_max_chunk_phonemes_caps_later_chunks_and_the_audio_is_the_same_text_chunked_so(
-    tiny_model: Path, reference: Synthesizer, frontend_processes: int
+@pytest.mark.parametrize(("frontend_processes", "first"), [(0, 48), (1, 48), (0, 12), (1, 12)])
+def test_chunk_caps_reach_the_frontend_and_the_audio_is_the_same_text_chunked_so(
+    tiny_model: Path, reference: Synthesizer, frontend_processes: int, first: int
 ) -> None:
-    """ServiceConfig.max_chunk_phonemes reaches the frontend (its thread or a worker process): later chunks hold at
-    most that many phonemes, so a long text streams in more, shorter steps, each the reference's chunk of the text
-    split at the same cap."""
+    """ServiceConfig.max_chunk_phonemes and first_chunk_phonemes reach the frontend (its thread or a worker
+    process): the first chunk holds at most `first` phonemes and later ones at most the cap, so a long text streams
+    in more, shorter steps, each the reference's chunk of the text split at the same caps."""
     cap = 24
-    text = " ".join(TEXTS[0] for _ in range(3))
-    front = reference.frontend.process(text, max_chunk_phonemes=cap)
+    text = " ".join(TEXTS[3] for _ in range(3))  # its first phrase is longer than 12 phonemes
+    front = reference.frontend.process(text, max_chunk_phonemes=cap, first_chunk_phonemes=first)
     default = reference.frontend.process(text)
     assert len(front.chunks) > len(default.chunks)
-    assert all(len(c.phonemes) <= cap for c in front.chunks[1:])
+    assert len(front.chunks[0].phonemes) <= first and all(len(c.phonemes) <= cap for c in front.chunks[1:])
+    if first < 48:
+        assert len(front.chunks[0].phonemes) < len(default.chunks[0].phonemes)
     prepared = reference.prepare(SynthesisRequest(text=text), front)
     want = [reference.run_step([ChunkJob(prepared, i)])[0] for i in range(len(prepared.chunks))]
 
     async def main() -> None:
-        config = ServiceConfig(max_chunk_phonemes=cap, frontend_processes=frontend_processes, fallback_device=None)
+        config = ServiceConfig(
+            max_chunk_phonemes=cap,
+            first_chunk_phonemes=first,
+            frontend_processes=frontend_processes,
+            fallback_device=None,
+        )
         service = TTSService(new_synth(tiny_model), config)
         await service.start()
         result = await service.synthesize(SynthesisRequest(text=text))
@@ -610,6 +617,7 @@ def test_max_chunk_phonemes_caps_later_chunks_and_the_audio_is_the_same_text_chu
     run(main)
 
 
-def test_max_chunk_phonemes_below_two_is_refused() -> None:
-    with pytest.raises(ValueError, match="max_chunk_phonemes"):
-        ServiceConfig(max_chunk_phonemes=1)
+@pytest.mark.parametrize("caps", [{"max_chunk_phonemes": 1}, {"first_chunk_phonemes": 0}])
+def test_chunk_caps_below_two_are_refused(caps: dict[str, int]) -> None:
+    with pytest.raises(ValueError, match="first_chunk_phonemes must be at least 2"):
+        ServiceConfig(**caps)

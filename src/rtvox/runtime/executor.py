@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 import torch
 
-from rtvox.constants import MAX_CHUNK_PHONEMES
+from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES
 from rtvox.errors import InputError
 from rtvox.runtime.engine_process import EngineProcess
 from rtvox.runtime.sched_types import EngineFailedError
@@ -125,8 +125,10 @@ class Executor:
         owns_primary: bool = True,
         split_steps: bool = False,
         max_chunk_phonemes: int = MAX_CHUNK_PHONEMES,
+        first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES,
     ) -> None:
-        """`max_chunk_phonemes`: the frontend's cap on a later chunk (ServiceConfig.max_chunk_phonemes).
+        """`max_chunk_phonemes`, `first_chunk_phonemes`: the frontend's caps on a later and on the first chunk
+        (ServiceConfig's).
         `split_steps` (for more than one batch in flight): a step's launch runs on the engine thread and its
         finish — waiting for the device and building the chunks — on a thread of its own, so the engine thread
         launches the next batch while the device still works on the last (runners with `launch_step`)."""
@@ -157,7 +159,9 @@ class Executor:
         self.frontend_processes = max(0, frontend_processes)
         # text -> FrontendResult, run on _frontend_pool: a module-level function a worker process can unpickle
         self._read_text = functools.partial(
-            read_text if self.frontend_processes else host.frontend.process, max_chunk_phonemes=max_chunk_phonemes
+            read_text if self.frontend_processes else host.frontend.process,
+            max_chunk_phonemes=max_chunk_phonemes,
+            first_chunk_phonemes=first_chunk_phonemes,
         )
         self._rebuild_task: asyncio.Task[None] | None = None
         self.fallback_steps = 0  # steps the fallback served because the primary failed or was unhealthy

@@ -671,6 +671,7 @@ def run_load_bench(
             "first_chunk_wait_ms": config.first_chunk_wait_ms,
             "max_batch_phonemes": config.max_batch_phonemes,
             "max_chunk_phonemes": config.max_chunk_phonemes,
+            "first_chunk_phonemes": config.first_chunk_phonemes,
             "max_queue": config.max_queue,
             "frontend_processes": config.frontend_processes,
             "batches_in_flight": config.batches_in_flight,

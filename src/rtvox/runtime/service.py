@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from rtvox.constants import MAX_CHUNK_PHONEMES, MAX_INPUT_CHARS, SAMPLE_RATE
+from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES, MAX_INPUT_CHARS, SAMPLE_RATE
 from rtvox.errors import InputError, TextError
 from rtvox.runtime.cache import EmbeddingCache
 from rtvox.runtime.engine_process import EngineProcess
@@ -87,6 +87,8 @@ class ServiceConfig:
     # mean shorter steps, more joins. On the 2-core CPU 96 did not lower P99 time to first audio against the default
     # (BENCHMARKS.md, "Serving load (2-core CPU)"), so it stays MAX_CHUNK_PHONEMES everywhere.
     max_chunk_phonemes: int = MAX_CHUNK_PHONEMES
+    # Most phonemes in a stream's first chunk: its step is every new request's time to first audio.
+    first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES
     # Text frontend in this many worker processes (0: one thread in this process). A GPU server at thousands of
     # requests per second needs them: the frontend is pure Python and would share this process's GIL.
     frontend_processes: int = 0
@@ -117,8 +119,11 @@ class ServiceConfig:
             raise ValueError(f"frontend_processes must be >= 0, got {self.frontend_processes}")
         if self.max_batch < 1 or self.max_queue < 1 or self.max_chars < 1 or self.max_phonemes < 1:
             raise ValueError("max_batch, max_queue, max_chars and max_phonemes must be at least 1")
-        if self.max_chunk_phonemes < 2:
-            raise ValueError(f"max_chunk_phonemes must be at least 2, got {self.max_chunk_phonemes}")
+        if self.max_chunk_phonemes < 2 or self.first_chunk_phonemes < 2:
+            raise ValueError(
+                f"max_chunk_phonemes and first_chunk_phonemes must be at least 2, got {self.max_chunk_phonemes} "
+                f"and {self.first_chunk_phonemes}"
+            )
         if self.first_chunk_wait_ms is not None and not self.first_chunk_wait_ms >= 0:
             raise ValueError(f"first_chunk_wait_ms must be >= 0 or None, got {self.first_chunk_wait_ms}")
         if self.gil_switch_interval_ms is not None and not self.gil_switch_interval_ms > 0:
@@ -288,6 +293,7 @@ class TTSService:
             owns_primary=owned,
             split_steps=self.config.batches_in_flight > 1,
             max_chunk_phonemes=self.config.max_chunk_phonemes,
+            first_chunk_phonemes=self.config.first_chunk_phonemes,
         )
         await self._executor.start()
         self._wake = asyncio.Event()  # bound to the running loop

@@ -7,7 +7,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from rtvox.constants import MAX_INPUT_CHARS
+from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_INPUT_CHARS
 
 MIB = 1024 * 1024
 DEFAULT_PORT = 8000
@@ -43,6 +43,7 @@ class ServerConfig:
     first_chunk_wait_ms: float | None = None  # batch wait of a first chunk; None → 0 on a GPU, max_wait_ms on the CPU
     # most phonemes in a streamed chunk after the first; None → MAX_CHUNK_PHONEMES (200)
     max_chunk_phonemes: int | None = None
+    first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES  # most phonemes in a stream's first chunk
     # text frontend worker processes; 0 → one thread in the server process; None → up to 8 on a GPU, 0 on the CPU
     frontend_processes: int | None = None
     # batches queued to the engines at once (2: the next is launched while the device decodes the last); None → 2
@@ -74,6 +75,8 @@ class ServerConfig:
             raise ValueError(f"first_chunk_wait_ms must be a finite number ≥ 0, got {first}")
         if self.max_chunk_phonemes is not None and self.max_chunk_phonemes < 2:
             raise ValueError(f"max_chunk_phonemes must be at least 2, got {self.max_chunk_phonemes}")
+        if self.first_chunk_phonemes < 2:
+            raise ValueError(f"first_chunk_phonemes must be at least 2, got {self.first_chunk_phonemes}")
         if self.frontend_processes is not None and self.frontend_processes < 0:
             raise ValueError(f"frontend_processes must be ≥ 0, got {self.frontend_processes}")
         if self.workers is not None and not 1 <= self.workers <= MAX_WORKERS:

@@ -69,6 +69,7 @@ def build_service(config: ServerConfig) -> SpeechService:
         redis_url=config.redis_url,
         first_chunk_wait_ms=first_wait,
         max_chunk_phonemes=config.max_chunk_phonemes or MAX_CHUNK_PHONEMES,
+        first_chunk_phonemes=config.first_chunk_phonemes,
         frontend_processes=frontends,
         batches_in_flight=depth,
     )

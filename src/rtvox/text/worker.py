@@ -5,7 +5,7 @@ Lives under rtvox.text so a spawned worker imports the frontend and never torch.
 
 from __future__ import annotations
 
-from rtvox.constants import MAX_CHUNK_PHONEMES
+from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES
 from rtvox.text.frontend import Frontend
 from rtvox.text.lexicon import Lexicon
 from rtvox.text.result import FrontendResult
@@ -23,8 +23,10 @@ def init_worker(lexicon: Lexicon | None) -> None:
     _frontend.process(WARMUP_TEXT)
 
 
-def read_text(text: str, max_chunk_phonemes: int = MAX_CHUNK_PHONEMES) -> FrontendResult:
+def read_text(
+    text: str, max_chunk_phonemes: int = MAX_CHUNK_PHONEMES, first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES
+) -> FrontendResult:
     """Frontend.process in a worker process (init_worker must have run)."""
     if _frontend is None:
         raise RuntimeError("the frontend worker was not initialized (init_worker)")
-    return _frontend.process(text, max_chunk_phonemes=max_chunk_phonemes)
+    return _frontend.process(text, max_chunk_phonemes=max_chunk_phonemes, first_chunk_phonemes=first_chunk_phonemes)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import rtvox.runtime.synthesizer as synthesizer_module
-from rtvox.constants import MAX_CHUNK_PHONEMES
+from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES
 from rtvox.server.config import ServerConfig
 from rtvox.server.serve import build_service
 
@@ -59,6 +59,10 @@ def test_cpu_defaults_are_the_per_module_pick_and_small_batches(monkeypatch: pyt
     assert cfg.batches_in_flight == 1
     assert cfg.max_chunk_phonemes == MAX_CHUNK_PHONEMES
     assert build_service(ServerConfig(device="cpu", max_chunk_phonemes=150)).config.max_chunk_phonemes == 150
+    assert cfg.first_chunk_phonemes == FIRST_CHUNK_PHONEMES
+    assert build_service(ServerConfig(device="cpu", first_chunk_phonemes=24)).config.first_chunk_phonemes == 24
+    with pytest.raises(ValueError, match="first_chunk_phonemes"):
+        ServerConfig(first_chunk_phonemes=1)
 
 
 @pytest.mark.parametrize(
