@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from rtvox.cli_errors import check_listen, check_output_path, no_empty_folder_left, one_message
-from rtvox.constants import AUDIO_FORMATS, FIRST_CHUNK_PHONEMES, SAMPLE_RATE
+from rtvox.constants import AUDIO_FORMATS, FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES, SAMPLE_RATE
 from rtvox.errors import InputError, RtvoxError, TextError, VoiceNotFoundError
 from rtvox.eval.commands import register as register_eval
 from rtvox.training.commands import train_app
@@ -379,13 +379,13 @@ def serve(
         ),
     ] = None,
     max_chunk_phonemes: Annotated[
-        int | None,
+        int,
         typer.Option(
             envvar="RTVOX_MAX_CHUNK_PHONEMES",
             min=2,
-            help="Most phonemes in a streamed chunk after the first (default 200)",
+            help="Most phonemes in a streamed chunk after the first",
         ),
-    ] = None,
+    ] = MAX_CHUNK_PHONEMES,
     first_chunk_phonemes: Annotated[
         int,
         typer.Option(

@@ -7,7 +7,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_INPUT_CHARS
+from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES, MAX_INPUT_CHARS
 
 MIB = 1024 * 1024
 DEFAULT_PORT = 8000
@@ -41,8 +41,7 @@ class ServerConfig:
     max_wait_ms: float = 10.0  # how long a partial batch waits for company
     deadline_s: float | None = 60.0  # per-request time budget; None → no deadline
     first_chunk_wait_ms: float | None = None  # batch wait of a first chunk; None → 0 on a GPU, max_wait_ms on the CPU
-    # most phonemes in a streamed chunk after the first; None → MAX_CHUNK_PHONEMES (200)
-    max_chunk_phonemes: int | None = None
+    max_chunk_phonemes: int = MAX_CHUNK_PHONEMES  # most phonemes in a streamed chunk after the first
     first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES  # most phonemes in a stream's first chunk
     # text frontend worker processes; 0 → one thread in the server process; None → up to 8 on a GPU, 0 on the CPU
     frontend_processes: int | None = None
@@ -73,10 +72,11 @@ class ServerConfig:
         first = self.first_chunk_wait_ms
         if first is not None and (not math.isfinite(first) or first < 0):
             raise ValueError(f"first_chunk_wait_ms must be a finite number ≥ 0, got {first}")
-        if self.max_chunk_phonemes is not None and self.max_chunk_phonemes < 2:
-            raise ValueError(f"max_chunk_phonemes must be at least 2, got {self.max_chunk_phonemes}")
-        if self.first_chunk_phonemes < 2:
-            raise ValueError(f"first_chunk_phonemes must be at least 2, got {self.first_chunk_phonemes}")
+        if self.max_chunk_phonemes < 2 or self.first_chunk_phonemes < 2:
+            raise ValueError(
+                f"max_chunk_phonemes and first_chunk_phonemes must be at least 2, got {self.max_chunk_phonemes} "
+                f"and {self.first_chunk_phonemes}"
+            )
         if self.frontend_processes is not None and self.frontend_processes < 0:
             raise ValueError(f"frontend_processes must be ≥ 0, got {self.frontend_processes}")
         if self.workers is not None and not 1 <= self.workers <= MAX_WORKERS:

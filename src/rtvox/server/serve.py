@@ -25,7 +25,6 @@ def build_service(config: ServerConfig) -> SpeechService:
     settings take the device's defaults."""
     from pathlib import Path
 
-    from rtvox.constants import MAX_CHUNK_PHONEMES
     from rtvox.runtime.service import ServiceConfig, TTSService
     from rtvox.runtime.synthesizer import Synthesizer, resolve_device
 
@@ -68,7 +67,7 @@ def build_service(config: ServerConfig) -> SpeechService:
         engine_process=f"{config.device}:{backend}" if config.engine_process else None,
         redis_url=config.redis_url,
         first_chunk_wait_ms=first_wait,
-        max_chunk_phonemes=config.max_chunk_phonemes or MAX_CHUNK_PHONEMES,
+        max_chunk_phonemes=config.max_chunk_phonemes,
         first_chunk_phonemes=config.first_chunk_phonemes,
         frontend_processes=frontends,
         batches_in_flight=depth,
