@@ -46,6 +46,7 @@ from rtvox.runtime.scheduler import Batch, Scheduler
 from rtvox.runtime.steps import ChunkJob, PreparedRequest
 from rtvox.runtime.synthesizer import Synthesizer
 from rtvox.runtime.types import AudioChunk, SynthesisRequest, SynthesisResult
+from rtvox.text.chunking import check_chunk_caps
 
 # How long stop() lets admitted requests finish before failing the rest.
 STOP_GRACE_S = 10.0
@@ -119,11 +120,7 @@ class ServiceConfig:
             raise ValueError(f"frontend_processes must be >= 0, got {self.frontend_processes}")
         if self.max_batch < 1 or self.max_queue < 1 or self.max_chars < 1 or self.max_phonemes < 1:
             raise ValueError("max_batch, max_queue, max_chars and max_phonemes must be at least 1")
-        if self.max_chunk_phonemes < 2 or self.first_chunk_phonemes < 2:
-            raise ValueError(
-                f"max_chunk_phonemes and first_chunk_phonemes must be at least 2, got {self.max_chunk_phonemes} "
-                f"and {self.first_chunk_phonemes}"
-            )
+        check_chunk_caps(self.max_chunk_phonemes, self.first_chunk_phonemes)
         if self.first_chunk_wait_ms is not None and not self.first_chunk_wait_ms >= 0:
             raise ValueError(f"first_chunk_wait_ms must be >= 0 or None, got {self.first_chunk_wait_ms}")
         if self.gil_switch_interval_ms is not None and not self.gil_switch_interval_ms > 0:

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES, MAX_INPUT_CHARS
+from rtvox.text.chunking import check_chunk_caps
 
 MIB = 1024 * 1024
 DEFAULT_PORT = 8000
@@ -72,11 +73,7 @@ class ServerConfig:
         first = self.first_chunk_wait_ms
         if first is not None and (not math.isfinite(first) or first < 0):
             raise ValueError(f"first_chunk_wait_ms must be a finite number ≥ 0, got {first}")
-        if self.max_chunk_phonemes < 2 or self.first_chunk_phonemes < 2:
-            raise ValueError(
-                f"max_chunk_phonemes and first_chunk_phonemes must be at least 2, got {self.max_chunk_phonemes} "
-                f"and {self.first_chunk_phonemes}"
-            )
+        check_chunk_caps(self.max_chunk_phonemes, self.first_chunk_phonemes)
         if self.frontend_processes is not None and self.frontend_processes < 0:
             raise ValueError(f"frontend_processes must be ≥ 0, got {self.frontend_processes}")
         if self.workers is not None and not 1 <= self.workers <= MAX_WORKERS:

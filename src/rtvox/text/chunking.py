@@ -100,6 +100,15 @@ def _best_cut(tokens: Sequence[Spoken], start: int, end: int) -> int:
     return best
 
 
+def check_chunk_caps(max_chunk_phonemes: int, first_chunk_phonemes: int) -> None:
+    """ValueError unless both chunk caps of a serving configuration are at least 2 phonemes."""
+    if max_chunk_phonemes < 2 or first_chunk_phonemes < 2:
+        raise ValueError(
+            f"max_chunk_phonemes and first_chunk_phonemes must be at least 2, got {max_chunk_phonemes} "
+            f"and {first_chunk_phonemes}"
+        )
+
+
 def chunk_phonemes(tokens: Sequence[Spoken]) -> tuple[str, ...]:
     """Phones of consecutive tokens with their boundaries; a token with no phones lends its boundary to the
     last."""
