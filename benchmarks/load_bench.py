@@ -13,7 +13,7 @@ import faulthandler
 import json
 import sys
 
-from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES
+from rtvox.constants import FIRST_CHUNK_PHONEMES
 from rtvox.runtime.loadbench import run_load_bench
 from rtvox.runtime.service import ServiceConfig
 
@@ -32,7 +32,10 @@ def main() -> None:
     parser.add_argument("--max-wait-ms", type=float, default=10.0)
     parser.add_argument("--max-batch-phonemes", type=int, default=None, help="phoneme budget per batched step")
     parser.add_argument(
-        "--max-chunk-phonemes", type=int, default=MAX_CHUNK_PHONEMES, help="most phonemes in a chunk after the first"
+        "--max-chunk-phonemes",
+        type=int,
+        default=None,
+        help="most phonemes in a chunk after the first (default: the service's, 96 with preemptible steps, else 200)",
     )
     parser.add_argument(
         "--first-chunk-phonemes", type=int, default=FIRST_CHUNK_PHONEMES, help="most phonemes in a first chunk"
@@ -60,6 +63,11 @@ def main() -> None:
         "--engine-process",
         action="store_true",
         help="run the engines in a process of their own (ServiceConfig.engine_process = DEVICE:BACKEND)",
+    )
+    parser.add_argument(
+        "--no-preempt",
+        action="store_true",
+        help="first chunks wait for the step in progress (ServiceConfig.preempt_steps=False)",
     )
     parser.add_argument("--natural-durations", action="store_true", help="do not set realistic target durations")
     parser.add_argument("--url", default=None, help="benchmark a running `rtvox serve` at this URL over HTTP")
@@ -108,6 +116,7 @@ def main() -> None:
             batches_in_flight=args.batches_in_flight,
             gil_switch_interval_ms=args.gil_switch_ms or None,
             engine_process=f"{args.device}:{args.backend}" if args.engine_process else None,
+            preempt_steps=not args.no_preempt,
             bucket_edges=None if args.bucket_edges is None else tuple(int(e) for e in args.bucket_edges.split(",")),
             default_deadline_s=None,
             fallback_device=None,

@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from rtvox.cli_errors import check_listen, check_output_path, no_empty_folder_left, one_message
-from rtvox.constants import AUDIO_FORMATS, FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES, SAMPLE_RATE
+from rtvox.constants import AUDIO_FORMATS, FIRST_CHUNK_PHONEMES, SAMPLE_RATE
 from rtvox.errors import InputError, RtvoxError, TextError, VoiceNotFoundError
 from rtvox.eval.commands import register as register_eval
 from rtvox.training.commands import train_app
@@ -379,13 +379,13 @@ def serve(
         ),
     ] = None,
     max_chunk_phonemes: Annotated[
-        int,
+        int | None,
         typer.Option(
             envvar="RTVOX_MAX_CHUNK_PHONEMES",
             min=2,
-            help="Most phonemes in a streamed chunk after the first",
+            help="Most phonemes in a streamed chunk after the first (default: 96 on the CPU, 200 on a GPU)",
         ),
-    ] = MAX_CHUNK_PHONEMES,
+    ] = None,
     first_chunk_phonemes: Annotated[
         int,
         typer.Option(
@@ -413,6 +413,14 @@ def serve(
             envvar="RTVOX_ENGINE_PROCESS", help="Run the engines in a process of their own (GPU serving under load)"
         ),
     ] = False,
+    preempt_steps: Annotated[
+        bool,
+        typer.Option(
+            "--preempt-steps/--no-preempt-steps",
+            envvar="RTVOX_PREEMPT_STEPS",
+            help="First chunks overtake a step in progress at its preemption points (CPU engines)",
+        ),
+    ] = True,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -468,6 +476,7 @@ def serve(
                 frontend_processes=frontend_processes,
                 batches_in_flight=batches_in_flight,
                 engine_process=engine_process,
+                preempt_steps=preempt_steps,
                 workers=workers,
                 fused_kernels=fused_kernels,
                 log_level=log_level.lower(),

@@ -45,6 +45,9 @@ SPOKEN_LANGS: tuple[str, ...] = ("zh", "en")
 # Chunking for streaming: a short first chunk so audio starts early, then longer ones.
 FIRST_CHUNK_PHONEMES = 48
 MAX_CHUNK_PHONEMES = 200
+# ... and a service's later-chunk cap where steps are preemptible (the CPU service: rtvox.runtime.preempt), where a
+# step's longest stretch without a preemption point is a chunk's decoder pass (global attention over its frames)
+PREEMPT_CHUNK_PHONEMES = 96
 
 AUDIO_FORMATS: tuple[str, ...] = ("wav", "flac", "mp3", "opus", "aac", "pcm")
 

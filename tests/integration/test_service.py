@@ -4,6 +4,7 @@ cancellation, fault injection with the CPU fallback. No timing assertions: block
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+from rtvox.constants import MAX_CHUNK_PHONEMES, PREEMPT_CHUNK_PHONEMES
 from rtvox.engines import Engine
 from rtvox.errors import TextError
 from rtvox.runtime import Synthesizer
@@ -73,7 +75,13 @@ class FlakyEngine:
 
 @pytest.fixture(scope="module")
 def reference(tiny_model: Path) -> Synthesizer:
-    return Synthesizer(tiny_model, device="cpu")
+    """The one-shot Synthesizer the services are compared with, reading text as they do: a CPU service preempts
+    its steps and so cuts later chunks at PREEMPT_CHUNK_PHONEMES (the library's default is MAX_CHUNK_PHONEMES)."""
+    synth = Synthesizer(tiny_model, device="cpu")
+    synth.frontend.process = functools.partial(  # type: ignore[method-assign]
+        synth.frontend.process, max_chunk_phonemes=PREEMPT_CHUNK_PHONEMES
+    )
+    return synth
 
 
 def new_synth(tiny_model: Path) -> Synthesizer:
@@ -183,7 +191,10 @@ def test_deadline_cancels_cleanly_while_a_batch_is_stuck(tiny_model: Path, refer
         gated.gate.set()  # the stuck batch finishes; its result is dropped, the service goes on
         result = await service.synthesize(SynthesisRequest(text="Hi."))
         close(result.audio, reference.synthesize("Hi.").audio)
-        assert service.stats()["requests"]["expired"] == 1 and service.stats()["scheduler"]["expired"] == 0
+        # ended once: by the stream's own timer (a cancel in the scheduler) or by the loop's expire(), which runs
+        # while a step is in flight when steps are preemptible (the loop no longer awaits a batch inline)
+        scheduler = service.stats()["scheduler"]
+        assert service.stats()["requests"]["expired"] == 1 and scheduler["expired"] + scheduler["cancelled"] == 1
         await service.stop()
 
     run(main)
@@ -194,20 +205,20 @@ def test_batches_in_flight_bounds_the_steps_handed_to_the_executor(
     tiny_model: Path, reference: Synthesizer, depth: int
 ) -> None:
     """While a step is held, the loop hands the executor at most `batches_in_flight` batches: with 2, requests
-    that arrive meanwhile form the next batch at once; with 1 they wait. Every stream equals the Synthesizer's."""
+    that arrive meanwhile form the next batch at once; with 1 they wait. Every stream equals the Synthesizer's.
+    (Without preempt_steps, which lets one batch of first chunks more overtake: tested below.)"""
 
     async def main() -> None:
-        service = TTSService(
-            new_synth(tiny_model), ServiceConfig(batches_in_flight=depth, max_wait_ms=0, fallback_device=None)
-        )
+        config = ServiceConfig(batches_in_flight=depth, max_wait_ms=0, fallback_device=None, preempt_steps=False)
+        service = TTSService(new_synth(tiny_model), config)
         await service.start()
         assert service._executor is not None
         real_run, gate, calls = service._executor.run, asyncio.Event(), []
 
-        async def held_run(jobs: Any) -> Any:
+        async def held_run(jobs: Any, **kwargs: Any) -> Any:
             calls.append(len(jobs))
             await gate.wait()
-            return await real_run(jobs)
+            return await real_run(jobs, **kwargs)
 
         service._executor.run = held_run  # type: ignore[method-assign]
         first = asyncio.create_task(service.synthesize(SynthesisRequest(text=TEXTS[1])))
@@ -411,7 +422,13 @@ def test_graphs_backend_and_frontend_processes_serve_like_the_synthesizer(
 
     async def main() -> None:
         synth = Synthesizer(tiny_model, device="cpu", backend="graphs")
-        config = ServiceConfig(max_wait_ms=5.0, frontend_processes=2, fallback_device="cpu", batches_in_flight=depth)
+        config = ServiceConfig(  # the reference's chunking (a graphs service's own cap would be MAX_CHUNK_PHONEMES)
+            max_wait_ms=5.0,
+            frontend_processes=2,
+            fallback_device="cpu",
+            batches_in_flight=depth,
+            max_chunk_phonemes=PREEMPT_CHUNK_PHONEMES,
+        )
         service = TTSService(synth, config)
         await service.start()
         requests = [SynthesisRequest(text=t, voice=v) for t, v in zip(TEXTS, ["anna", "ben"] * 3, strict=True)]
@@ -560,12 +577,12 @@ def test_a_step_that_raises_fails_its_requests_and_the_service_goes_on(tiny_mode
         else:  # something past the executor's fault handling: the step itself raising from the service's view
             real_run = service._executor.run  # type: ignore[union-attr]
 
-            async def broken_run(jobs: Any) -> Any:
+            async def broken_run(jobs: Any, **kwargs: Any) -> Any:
                 nonlocal calls
                 calls += 1
                 if calls == 1:
                     raise KeyError("a bug")
-                return await real_run(jobs)
+                return await real_run(jobs, **kwargs)
 
             service._executor.run = broken_run  # type: ignore[union-attr,method-assign]
             expected = EngineFailedError
@@ -621,3 +638,72 @@ def test_chunk_caps_reach_the_frontend_and_the_audio_is_the_same_text_chunked_so
 def test_chunk_caps_below_two_are_refused(caps: dict[str, int]) -> None:
     with pytest.raises(ValueError, match="first_chunk_phonemes must be at least 2"):
         ServiceConfig(**caps)
+
+
+class ArmedGate:
+    """Wraps an engine; once armed, its next call blocks until `gate` is set (later calls go straight through)."""
+
+    def __init__(self, inner: Engine) -> None:
+        self.inner, self.gate, self.entered, self.armed = inner, threading.Event(), threading.Event(), False
+        self.module, self.backend, self.device, self.dtype = inner.module, inner.backend, inner.device, inner.dtype
+
+    def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        if self.armed:
+            self.armed = False
+            self.entered.set()
+            assert self.gate.wait(30), "test gate never opened"
+        return self.inner(*inputs)
+
+
+@pytest.mark.parametrize("preempt", [True, False])
+def test_a_first_chunk_overtakes_a_later_chunk_in_progress(
+    tiny_model: Path, reference: Synthesizer, preempt: bool
+) -> None:
+    """A long request's second chunk is held inside its decoder; a request that arrives meanwhile gets its first
+    chunk at that step's next preemption point, before the held chunk is delivered (preempt_steps), or only after
+    it (without). Every stream still equals the Synthesizer's."""
+
+    async def main() -> None:
+        synth = new_synth(tiny_model)
+        service = TTSService(synth, ServiceConfig(fallback_device=None, max_wait_ms=0, preempt_steps=preempt))
+        await service.start()
+        assert service.max_chunk_phonemes == (PREEMPT_CHUNK_PHONEMES if preempt else MAX_CHUNK_PHONEMES)
+        gated = ArmedGate(synth.engines["acoustic_decode"])
+        synth.engines["acoustic_decode"] = gated
+        real_step = synth.run_step
+
+        def step(jobs: Any) -> Any:  # on the engine thread: the step of the long request's second chunk is held
+            if any(job.index == 1 for job in jobs):
+                gated.armed = True
+            return real_step(jobs)
+
+        synth.run_step = step  # type: ignore[method-assign]
+        events: list[tuple[str, int]] = []
+        audio: dict[str, list[np.ndarray]] = {"long": [], "short": []}
+
+        async def listen(name: str, text: str) -> None:
+            async for chunk in service.stream(SynthesisRequest(text=text)):
+                events.append((name, chunk.index))
+                audio[name].append(chunk.audio)
+
+        long_task = asyncio.create_task(listen("long", TEXTS[0]))
+        await wait_until(gated.entered.is_set, "the long request's second chunk in its decoder")
+        short_task = asyncio.create_task(listen("short", TEXTS[1]))
+        if preempt:  # the short request's first chunk is handed over beside the held step
+            await wait_until(lambda: service.stats()["scheduler"]["in_flight_batches"] == 2, "an overtaking batch")
+        else:
+            await wait_until(lambda: service.health()["queue_depth"] == 1, "the short request queued")
+            assert service.stats()["scheduler"]["in_flight_batches"] == 1
+        gated.gate.set()
+        await asyncio.gather(long_task, short_task)
+        order = [e for e in events if e in {("long", 1), ("short", 0)}]
+        assert order == ([("short", 0), ("long", 1)] if preempt else [("long", 1), ("short", 0)])
+        assert service.health()["engines"]["primary"]["preemptions"] == (1 if preempt else 0)
+        for name, text in (("long", TEXTS[0]), ("short", TEXTS[1])):  # the reference cut at the service's cap
+            front = reference.frontend.process(text, max_chunk_phonemes=service.max_chunk_phonemes)
+            prepared = reference.prepare(SynthesisRequest(text=text), front)
+            want = [reference.run_step([ChunkJob(prepared, i)])[0].audio for i in range(len(prepared.chunks))]
+            close(np.concatenate(audio[name]), np.concatenate(want))
+        await service.stop()
+
+    run(main)

@@ -25,6 +25,7 @@ import torch
 from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES
 from rtvox.errors import InputError
 from rtvox.runtime.engine_process import EngineProcess
+from rtvox.runtime.preempt import UrgentQueue, preemptible
 from rtvox.runtime.sched_types import EngineFailedError
 from rtvox.runtime.steps import ChunkJob, PreparedRequest
 from rtvox.runtime.synthesizer import Synthesizer
@@ -71,6 +72,12 @@ class EngineSet:
     rebuilding: bool = field(default=False)
     busy_s: float = 0.0  # seconds its thread spent on work (steps, prepares, warm-ups, rebuilds)
     step_s: float = 0.0  # ... of which in chunk steps
+    urgent: UrgentQueue = field(default_factory=UrgentQueue)  # work a running step lets in (rtvox.runtime.preempt)
+
+    @property
+    def preemptible(self) -> bool:
+        """Its steps have preemption points (an in-process Synthesizer on per-module engines)."""
+        return bool(getattr(self.synth, "preemptible", False))
 
     def health(self) -> dict[str, Any]:
         return {
@@ -87,6 +94,7 @@ class EngineSet:
             "steps": self.steps,
             "busy_s": round(self.busy_s, 4),
             "step_s": round(self.step_s, 4),
+            "preemptions": self.urgent.preemptions,
         }
 
 
@@ -126,13 +134,17 @@ class Executor:
         split_steps: bool = False,
         max_chunk_phonemes: int = MAX_CHUNK_PHONEMES,
         first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES,
+        preempt: bool = False,
     ) -> None:
         """`max_chunk_phonemes`, `first_chunk_phonemes`: the frontend's caps on a later and on the first chunk
         (ServiceConfig's).
+        `preempt`: urgent work (prepares on the engine thread, `run(..., urgent=True)` steps) runs at the next
+        preemption point of a step in progress on engines that have them (`EngineSet.preemptible`), not after it.
         `split_steps` (for more than one batch in flight): a step's launch runs on the engine thread and its
         finish — waiting for the device and building the chunks — on a thread of its own, so the engine thread
         launches the next batch while the device still works on the last (runners with `launch_step`)."""
         self.owns_primary = owns_primary  # an EngineProcess primary is closed at stop() only if it is ours
+        self.preempt = preempt
         self.split_steps = split_steps
         self._finish_pool = ThreadPoolExecutor(2, thread_name_prefix="rtvox-finish")
         # the frontend (and its lexicon) of the primary's own Synthesizer, or of the host side of an EngineProcess
@@ -165,6 +177,11 @@ class Executor:
         )
         self._rebuild_task: asyncio.Task[None] | None = None
         self.fallback_steps = 0  # steps the fallback served because the primary failed or was unhealthy
+
+    @property
+    def preempts(self) -> bool:
+        """Whether urgent work can overtake a step in progress on the primary engines."""
+        return self.preempt and self.primary.preemptible
 
     @property
     def ready(self) -> bool:
@@ -216,13 +233,16 @@ class Executor:
                 raise
             except Exception:  # unexpected: the engine-thread path below retries, with its fault handling
                 logger.exception("preparing a request on the host failed; retrying on the engine thread")
-        return await self._serve(lambda synth: synth.prepare(request, front))
+        # urgent: the request's first chunk cannot be scheduled before this
+        return await self._serve(lambda synth: synth.prepare(request, front), urgent=True)
 
-    async def run(self, jobs: Sequence[ChunkJob]) -> list[AudioChunk]:
-        """One batched chunk step; re-run on the fallback if the primary raises (in its launch or its finish)."""
+    async def run(self, jobs: Sequence[ChunkJob], *, urgent: bool = False) -> list[AudioChunk]:
+        """One batched chunk step; re-run on the fallback if the primary raises (in its launch or its finish).
+        `urgent` (a batch of first chunks): with `preempt`, it runs at the next preemption point of a step in
+        progress."""
         if not self.split_steps:
-            return await self._serve(lambda synth: synth.run_step(jobs), step=True)
-        finish = await self._serve(lambda synth: launch_step(synth, jobs), step=True, then=self._finish)
+            return await self._serve(lambda synth: synth.run_step(jobs), step=True, urgent=urgent)
+        finish = await self._serve(lambda synth: launch_step(synth, jobs), step=True, then=self._finish, urgent=urgent)
         return finish()
 
     async def _finish(self, finish: Callable[[], list[AudioChunk]]) -> Callable[[], list[AudioChunk]]:
@@ -236,13 +256,14 @@ class Executor:
         *,
         step: bool = False,
         then: Callable[[T], Awaitable[T]] | None = None,
+        urgent: bool = False,
     ) -> T:
         """`work` on the engine thread of the primary (the fallback while the primary is unhealthy), then `then`
         on its result, if given; a failure in either is the engines' fault and re-runs both on the fallback."""
         first = self.primary if self.primary.healthy or self.fallback is None else self.fallback
 
         async def call(engines: EngineSet) -> T:
-            result = await self._call(engines, lambda: work(engines.synth), step=step)
+            result = await self._call(engines, lambda: work(engines.synth), step=step, urgent=urgent)
             return result if then is None else await then(result)
 
         try:
@@ -269,17 +290,26 @@ class Executor:
             self.fallback_steps += 1
         return result
 
-    async def _call(self, engines: EngineSet, fn: Callable[[], T], *, step: bool = False) -> T:
+    async def _call(self, engines: EngineSet, fn: Callable[[], T], *, step: bool = False, urgent: bool = False) -> T:
+        preempt = self.preempt and engines.preemptible
+        queue = engines.urgent
+
         def timed() -> T:
-            start = time.perf_counter()
+            start, nested = time.perf_counter(), queue.nested_s
             try:
+                if preempt and step and not urgent:  # urgent work may run at this step's preemption points
+                    with preemptible(queue.run_pending):
+                        return fn()
                 return fn()
             finally:
-                spent = time.perf_counter() - start
-                engines.busy_s += spent  # only this set's one thread writes its counters
+                # this job's own time: urgent jobs it let in count themselves (only this set's thread writes these)
+                spent = time.perf_counter() - start - (queue.nested_s - nested)
+                engines.busy_s += spent
                 if step:
                     engines.step_s += spent
 
+        if preempt and urgent:
+            return await asyncio.wrap_future(queue.submit(engines.pool, timed))
         return await asyncio.get_running_loop().run_in_executor(engines.pool, timed)
 
     # ------------------------------------------------------------------ faults

@@ -29,7 +29,7 @@ import torch
 
 from rtvox.runtime.engine_process import EngineProcess
 from rtvox.runtime.executor import warm_up
-from rtvox.runtime.service import ServiceConfig, TTSService
+from rtvox.runtime.service import ServiceConfig, TTSService, later_chunk_cap, preempts
 from rtvox.runtime.synthesizer import Synthesizer
 from rtvox.runtime.types import SynthesisRequest
 
@@ -670,13 +670,15 @@ def run_load_bench(
             "max_wait_ms": config.max_wait_ms,
             "first_chunk_wait_ms": config.first_chunk_wait_ms,
             "max_batch_phonemes": config.max_batch_phonemes,
-            "max_chunk_phonemes": config.max_chunk_phonemes,
+            "max_chunk_phonemes": later_chunk_cap(config, preempts(config, synth)),
             "first_chunk_phonemes": config.first_chunk_phonemes,
             "max_queue": config.max_queue,
             "frontend_processes": config.frontend_processes,
             "batches_in_flight": config.batches_in_flight,
             "gil_switch_interval_ms": config.gil_switch_interval_ms,
             "engine_process": config.engine_process,
+            "preempt_steps": config.preempt_steps,
+            "preempted": preempts(config, synth),  # whether the steps did (where they have preemption points)
             "bucket_edges": None if config.bucket_edges is None else list(config.bucket_edges),
             "service_processes": service_processes,
         },

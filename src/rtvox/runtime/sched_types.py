@@ -36,6 +36,10 @@ class SchedulerConfig:
     # A later chunk whose stream will run out of audio within this many seconds ranks with first chunks, by
     # when it is needed (earliest first); it should cover a batch's service time.
     urgent_slack_s: float = 0.5
+    # A batch holds first chunks only or later chunks only (a first chunk beside a long later chunk waits for all
+    # of it). Set where steps are preemptible (rtvox.runtime.preempt): batches of first chunks then overtake the
+    # step in progress, which only helps if they carry no later chunk.
+    separate_first_chunks: bool = False
 
     def __post_init__(self) -> None:
         if self.max_batch_size < 1:

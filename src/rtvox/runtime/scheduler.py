@@ -128,9 +128,10 @@ class _BucketQueues:
     def _heaps(self) -> list[list[_Entry]]:
         return [self.firsts, *self.laters.values(), *self.unplayed.values()]
 
-    def ordered(self, now: float, slack: float, limit: int) -> list[_RequestState]:
-        """The `limit` most urgent queued states, most urgent first (the heaps are left as they were)."""
-        heaps = self._heaps()
+    def ordered(self, now: float, slack: float, limit: int, firsts_only: bool = False) -> list[_RequestState]:
+        """The `limit` most urgent queued states (first chunks only, if asked), most urgent first (the heaps are
+        left as they were)."""
+        heaps = [self.firsts] if firsts_only else self._heaps()
         taken: list[tuple[list[_Entry], _Entry]] = []
         out: list[_RequestState] = []
         while len(out) < limit:
@@ -309,10 +310,14 @@ class Scheduler:
 
     # ------------------------------------------------------------------ batches out
     def _take(self, states: list[_RequestState]) -> list[_RequestState]:
-        """The most urgent states that fit one batch: max_batch_size items within max_batch_phonemes (>= 1)."""
+        """The most urgent states that fit one batch: max_batch_size items within max_batch_phonemes (>= 1); with
+        separate_first_chunks, only those of the most urgent one's kind (first chunk or later chunk)."""
         budget = self.config.max_batch_phonemes
         chosen: list[_RequestState] = []
         used = 0
+        if self.config.separate_first_chunks and states:
+            kind = states[0].next_chunk == 0
+            states = [s for s in states if (s.next_chunk == 0) == kind]
         for state in states[: self.config.max_batch_size]:
             size = state.request.chunks[state.next_chunk].phoneme_count
             if chosen and budget is not None and used + size > budget:
@@ -337,19 +342,36 @@ class Scheduler:
             release = min(release, oldest_first + first_wait)
         return release
 
-    def schedule(self, now: float | None = None) -> Batch | None:
-        """Release the next batch if one is due (full or waited long enough), else None."""
+    def _first_release_time(self, queues: _BucketQueues) -> float | None:
+        """When this bucket's first chunks may go as a batch of their own (None: it holds none)."""
+        oldest = queues.oldest_first_ready()
+        if oldest is None:
+            return None
+        wait = self.config.first_chunk_max_wait_s
+        return oldest + (self.config.max_wait_s if wait is None else wait)
+
+    def schedule(self, now: float | None = None, *, firsts_only: bool = False) -> Batch | None:
+        """Release the next batch if one is due (full or waited long enough), else None. `firsts_only`: only a
+        batch of first chunks, due once its oldest has waited first_chunk_max_wait_s (max_wait_s if None) — one
+        to overtake a preemptible step in progress (rtvox.runtime.preempt)."""
         now = self._clock() if now is None else now
         self._expire(now)
         slack = self.config.urgent_slack_s
         due = []
         for bucket, queues in enumerate(self._queues):
-            if queues.count and self._release_time(queues, now) <= now:
+            if not queues.count:
+                continue
+            if firsts_only:
+                release = self._first_release_time(queues)
+                if release is not None and release <= now:
+                    due.append((queues.ordered(now, slack, 1, firsts_only=True)[0].sort_key(now, slack), bucket))
+            elif self._release_time(queues, now) <= now:
                 due.append((queues.ordered(now, slack, 1)[0].sort_key(now, slack), bucket))
         if not due:
             return None
         _, bucket = min(due)
-        chosen = self._take(self._queues[bucket].ordered(now, slack, self.config.max_batch_size))
+        ordered = self._queues[bucket].ordered(now, slack, self.config.max_batch_size, firsts_only=firsts_only)
+        chosen = self._take(ordered)
         items: list[BatchItem] = []
         for state in chosen:
             self._dequeue(state)
@@ -372,10 +394,15 @@ class Scheduler:
         self._histogram[len(items)] = self._histogram.get(len(items), 0) + 1
         return batch
 
-    def next_wakeup(self, now: float | None = None) -> float | None:
-        """The earliest time schedule() or expire() could act without a new event; None when nothing waits."""
+    def next_wakeup(self, now: float | None = None, *, firsts_only: bool = False) -> float | None:
+        """The earliest time schedule() (with the same `firsts_only`) or expire() could act without a new event;
+        None when nothing waits."""
         now = self._clock() if now is None else now
-        times = [self._release_time(queues, now) for queues in self._queues if queues.count]
+        if firsts_only:
+            releases = (self._first_release_time(queues) for queues in self._queues if queues.count)
+            times = [t for t in releases if t is not None]
+        else:
+            times = [self._release_time(queues, now) for queues in self._queues if queues.count]
         while self._deadlines and not (
             self._alive(self._deadlines[0][2]) and self._deadlines[0][2].deadline == self._deadlines[0][0]
         ):

@@ -26,7 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES, MAX_INPUT_CHARS, SAMPLE_RATE
+from rtvox.constants import (
+    FIRST_CHUNK_PHONEMES,
+    MAX_CHUNK_PHONEMES,
+    MAX_INPUT_CHARS,
+    PREEMPT_CHUNK_PHONEMES,
+    SAMPLE_RATE,
+)
 from rtvox.errors import InputError, TextError
 from rtvox.runtime.cache import EmbeddingCache
 from rtvox.runtime.engine_process import EngineProcess
@@ -62,6 +68,24 @@ def _log_loop_end(task: asyncio.Task[None]) -> None:
         logger.critical("the batching loop stopped; no request can be served", exc_info=task.exception())
 
 
+def preempts(config: ServiceConfig, synthesizer: Synthesizer, engine_process: EngineProcess | None = None) -> bool:
+    """Whether a service's urgent work overtakes its steps in progress: `preempt_steps`, where the steps allow it
+    (in-process per-module engines: Synthesizer.preemptible)."""
+    return (
+        config.preempt_steps
+        and engine_process is None
+        and config.engine_process is None
+        and bool(getattr(synthesizer, "preemptible", False))
+    )
+
+
+def later_chunk_cap(config: ServiceConfig, preempt: bool) -> int:
+    """A service's cap on a later chunk's phonemes: the configured one, else by whether its steps are preempted."""
+    if config.max_chunk_phonemes is not None:
+        return config.max_chunk_phonemes
+    return PREEMPT_CHUNK_PHONEMES if preempt else MAX_CHUNK_PHONEMES
+
+
 @dataclass(frozen=True)
 class ServiceConfig:
     """Limits and batching of one TTSService (each field can be overridden from the environment or CLI)."""
@@ -81,13 +105,14 @@ class ServiceConfig:
     deadline_follows_audio: bool = True
     fallback_device: str | None = "cpu"  # device of the fallback Synthesizer built at start(); None = no fallback
     redis_url: str | None = None  # shared embedding cache; None keeps the synthesizer's cache as configured
-    # Most phonemes per batched step (None: no limit). Steps are not preemptible: on a CPU, a cap near one long
-    # chunk (e.g. MAX_CHUNK_PHONEMES) keeps first chunks from waiting behind several long later chunks.
+    # Most phonemes per batched step (None: no limit). A step runs to its end, or (preempt_steps) to its next
+    # preemption point: on a CPU, a cap near one long chunk keeps first chunks from waiting behind several.
     max_batch_phonemes: int | None = None
     # Most phonemes in a streamed chunk after the first (the frontend splits at phrase boundaries under it): fewer
-    # mean shorter steps, more joins. On the 2-core CPU 96 did not lower P99 time to first audio against the default
-    # (BENCHMARKS.md, "Serving load (2-core CPU)"), so it stays MAX_CHUNK_PHONEMES everywhere.
-    max_chunk_phonemes: int = MAX_CHUNK_PHONEMES
+    # mean shorter steps, more joins. None: PREEMPT_CHUNK_PHONEMES (96) where steps are preempted (preempt_steps:
+    # a later chunk's decoder pass is then what a new request may wait for; on the 2-core CPU P99 time to first
+    # audio at 8 streams went from 373-516 ms at 200 to 215-356 at 96, BENCHMARKS.md), else MAX_CHUNK_PHONEMES.
+    max_chunk_phonemes: int | None = None
     # Most phonemes in a stream's first chunk: its step is every new request's time to first audio.
     first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES
     # Text frontend in this many worker processes (0: one thread in this process). A GPU server at thousands of
@@ -112,6 +137,12 @@ class ServiceConfig:
     # None: on a thread of this process). The synthesizer given to the service then only prepares requests (give it
     # a CPU one) and, unless fallback_device is None, is the fallback too. rtvox.runtime.engine_process says why.
     engine_process: str | None = None
+    # Let batches of first chunks, and prepares that run an engine, overtake a step in progress at its next
+    # preemption point (after the encoder, after the decoder, between vocoder windows; rtvox.runtime.preempt)
+    # rather than wait for its end, and keep first chunks and later chunks in separate batches. Applies where steps
+    # have preemption points: in-process per-module engines (the CPU service); not the captured GPU pipeline, the
+    # AR family or an engine process. On the 2-core CPU a later chunk's step is up to ~0.5 s.
+    preempt_steps: bool = True
 
     def __post_init__(self) -> None:
         if self.batches_in_flight < 1:
@@ -232,6 +263,8 @@ class TTSService:
         self.config = config
         self._fallback = fallback
         self._engine_process = engine_process
+        self._preempt = preempts(config, synthesizer, engine_process)
+        self.max_chunk_phonemes = later_chunk_cap(config, self._preempt)
         self._scheduler = Scheduler(
             SchedulerConfig(
                 max_batch_size=config.max_batch,
@@ -240,6 +273,7 @@ class TTSService:
                 bucket_edges=DEFAULT_BUCKET_EDGES if config.bucket_edges is None else tuple(config.bucket_edges),
                 max_queue=config.max_queue,
                 max_batch_phonemes=config.max_batch_phonemes,
+                separate_first_chunks=self._preempt,
             )
         )
         self._executor: Executor | None = None
@@ -289,8 +323,9 @@ class TTSService:
             frontend_processes=self.config.frontend_processes,
             owns_primary=owned,
             split_steps=self.config.batches_in_flight > 1,
-            max_chunk_phonemes=self.config.max_chunk_phonemes,
+            max_chunk_phonemes=self.max_chunk_phonemes,
             first_chunk_phonemes=self.config.first_chunk_phonemes,
+            preempt=self._preempt,
         )
         await self._executor.start()
         self._wake = asyncio.Event()  # bound to the running loop
@@ -458,10 +493,13 @@ class TTSService:
     # ------------------------------------------------------------------ the batching loop
     async def _loop(self) -> None:
         depth = self.config.batches_in_flight
+        preempt = self._preempt
         running: set[asyncio.Task[None]] = set()
+        express: set[asyncio.Task[None]] = set()  # a batch of first chunks overtaking the step in progress
 
         def done(task: asyncio.Task[None]) -> None:
             running.discard(task)
+            express.discard(task)
             self._wake.set()
 
         try:
@@ -470,24 +508,27 @@ class TTSService:
                 now = time.monotonic()
                 for request_id in self._scheduler.expire(now):
                     self._send(request_id, DeadlineExceededError(self._budget(request_id)))
-                if len(running) < depth:
-                    batch = self._scheduler.schedule(now)
-                    if batch is not None and depth == 1:
+                # With `depth` batches at the executor the next event is one returning — unless first chunks may
+                # overtake them (preempt): then one batch of first chunks at a time goes beside them.
+                overtake = len(running) >= depth and preempt and not express
+                if len(running) < depth or overtake:
+                    batch = self._scheduler.schedule(now, firsts_only=overtake)
+                    if batch is not None and depth == 1 and not preempt:
                         await self._run_batch(batch)
                         continue
                     if batch is not None:
                         task = asyncio.get_running_loop().create_task(self._run_batch(batch))
-                        running.add(task)
+                        (express if overtake else running).add(task)
                         task.add_done_callback(done)
                         continue
-                    wakeup = self._scheduler.next_wakeup(now)
-                else:  # the executor holds `depth` batches: the next event is one of them returning
+                    wakeup = self._scheduler.next_wakeup(now, firsts_only=overtake)
+                else:
                     wakeup = None
                 timeout = None if wakeup is None else max(0.0, wakeup - time.monotonic())
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout)
         finally:
-            for task in running:
+            for task in running | express:
                 task.cancel()
 
     async def _run_batch(self, batch: Batch) -> None:
@@ -497,8 +538,10 @@ class TTSService:
             prepared = self._streams[item.request_id].prepared
             assert prepared is not None
             jobs.append(ChunkJob(prepared, item.chunk_index))
+        # first chunks only: with preempt_steps they overtake a step in progress (rtvox.runtime.preempt)
+        urgent = self._preempt and all(item.chunk_index == 0 for item in batch.items)
         try:
-            outputs = await self._executor.run(jobs)
+            outputs = await self._executor.run(jobs, urgent=urgent)
         except Exception as exc:  # the batch's requests get the error; the loop (every other request) goes on
             if not isinstance(exc, EngineFailedError | InputError):  # nothing else should reach here: say so
                 logger.error("a batch step failed unexpectedly; its requests get the error", exc_info=exc)

@@ -22,6 +22,7 @@ from rtvox.constants import HOP_LENGTH
 from rtvox.engines import Engine
 from rtvox.engines.pipeline import DeviceSpans, PipelineEngine, ProfileExceededError
 from rtvox.models.prosody import IDENTITY_ROW, ProsodyRow, tilt_mel
+from rtvox.runtime.preempt import preemption_point
 from rtvox.runtime.streaming import DEFAULT_BATCH_WINDOW_FRAMES, DEFAULT_MAX_ROWS, vocode_batched
 from rtvox.runtime.timbre import offset_row
 from rtvox.runtime.types import AudioChunk, SynthesisRequest
@@ -232,7 +233,9 @@ def run_chunk_step(
     if not jobs:
         return []
     hidden, durations = engines["acoustic_encode"](*encode_inputs([encode_row(job) for job in jobs], device))[:2]
+    preemption_point()  # between stages (and vocoder windows) urgent work may run first: rtvox.runtime.preempt
     (mel,) = engines["acoustic_decode"](hidden, durations)  # [B, 80, T_max], silence past each row's end
+    preemption_point()
     lengths = durations.sum(1).tolist()
     mels = [
         shape_mel(mel[row, :, : int(t)], job.prepared) for row, (t, job) in enumerate(zip(lengths, jobs, strict=True))

@@ -29,6 +29,7 @@ from torch import Tensor
 from rtvox.constants import HOP_LENGTH, N_MELS
 from rtvox.models.acoustic import MEL_PAD_VALUE
 from rtvox.models.vocoder import HiFiGAN, VocoderConfig
+from rtvox.runtime.preempt import preemption_point
 
 DEFAULT_WINDOW_FRAMES = 64
 DEFAULT_CONTEXT_FRAMES = 16  # >= receptive_field_frames of every preset (14 for v1/light)
@@ -269,6 +270,7 @@ def vocode_batched(
     groups = [(right_padded, False), (left_padded, True), *((g, False) for g in exact.values())]
     for group, pad_left in groups:
         for lo in range(0, len(group), max_rows):
+            preemption_point()  # urgent work waiting for this engine thread runs here (rtvox.runtime.preempt)
             _vocode_group(vocode, mels, group[lo : lo + max_rows], pad_left, pad_value, out)
     results = []
     for i, mel in enumerate(mels):

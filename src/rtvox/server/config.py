@@ -7,7 +7,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES, MAX_INPUT_CHARS
+from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_INPUT_CHARS
 from rtvox.text.chunking import check_chunk_caps
 
 MIB = 1024 * 1024
@@ -42,7 +42,8 @@ class ServerConfig:
     max_wait_ms: float = 10.0  # how long a partial batch waits for company
     deadline_s: float | None = 60.0  # per-request time budget; None → no deadline
     first_chunk_wait_ms: float | None = None  # batch wait of a first chunk; None → 0 on a GPU, max_wait_ms on the CPU
-    max_chunk_phonemes: int = MAX_CHUNK_PHONEMES  # most phonemes in a streamed chunk after the first
+    # most phonemes in a streamed chunk after the first; None → 96 where steps are preempted (CPU), else 200
+    max_chunk_phonemes: int | None = None
     first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES  # most phonemes in a stream's first chunk
     # text frontend worker processes; 0 → one thread in the server process; None → up to 8 on a GPU, 0 on the CPU
     frontend_processes: int | None = None
@@ -50,6 +51,9 @@ class ServerConfig:
     # on a GPU with the captured pipeline, 1 otherwise
     batches_in_flight: int | None = None
     engine_process: bool = False  # the engines in a process of their own (the server's own GIL stays free)
+    # first chunks and engine-thread prepares overtake a step in progress at its preemption points (where steps
+    # have them: per-module engines in the server process, the CPU service); False: they wait for its end
+    preempt_steps: bool = True
     # server processes on one port, each with its own engines, event loop and GIL (uvicorn workers); clones,
     # metrics and (with Redis) embeddings are shared between them; None → the device's default (serve.resolve_workers:
     # 2 on a GPU with the memory for two, else 1)

@@ -71,6 +71,7 @@ def build_service(config: ServerConfig) -> SpeechService:
         first_chunk_phonemes=config.first_chunk_phonemes,
         frontend_processes=frontends,
         batches_in_flight=depth,
+        preempt_steps=config.preempt_steps,
     )
     return TTSService(synth, service_config)
 

@@ -100,9 +100,10 @@ def _best_cut(tokens: Sequence[Spoken], start: int, end: int) -> int:
     return best
 
 
-def check_chunk_caps(max_chunk_phonemes: int, first_chunk_phonemes: int) -> None:
-    """ValueError unless both chunk caps of a serving configuration are at least 2 phonemes."""
-    if max_chunk_phonemes < 2 or first_chunk_phonemes < 2:
+def check_chunk_caps(max_chunk_phonemes: int | None, first_chunk_phonemes: int) -> None:
+    """ValueError unless both chunk caps of a serving configuration are at least 2 phonemes (None: the later-chunk
+    cap is left to the service's default)."""
+    if (max_chunk_phonemes is not None and max_chunk_phonemes < 2) or first_chunk_phonemes < 2:
         raise ValueError(
             f"max_chunk_phonemes and first_chunk_phonemes must be at least 2, got {max_chunk_phonemes} "
             f"and {first_chunk_phonemes}"

@@ -488,3 +488,48 @@ def test_retry_hint_ignores_idle_time_between_batches() -> None:
     for i in range(30, 50):
         sched.add(req(f"r{i}", 1))
     assert sched.retry_after_s() == math.ceil(20 * 0.5)
+
+
+def test_separate_first_chunks_keeps_first_and_later_chunks_in_different_batches() -> None:
+    """With separate_first_chunks a batch is all first chunks or all later chunks (a first chunk beside a long
+    later chunk would wait for it); without, they share a bucket's batch, first chunks first."""
+    for separate in (True, False):
+        clock = FakeClock()
+        sched = make(clock, max_batch_size=8, max_wait_s=0.0, separate_first_chunks=separate)
+        sched.add(req("a", 10, 10))
+        assert keys(sched.schedule()) == [("a", 0)]
+        sched.complete(BatchResult(0, audio_seconds=(10.0,)))  # far from running dry: an ordinary later chunk
+        clock.now = 0.5
+        sched.add(req("b", 10))
+        sched.add(req("c", 10))
+        batch = sched.schedule()
+        if separate:
+            assert keys(batch) == [("b", 0), ("c", 0)]
+            assert keys(sched.schedule()) == [("a", 1)]
+        else:
+            assert keys(batch) == [("b", 0), ("c", 0), ("a", 1)]
+            assert sched.schedule() is None
+
+
+def test_firsts_only_releases_first_chunks_after_their_wait_and_nothing_else() -> None:
+    """schedule(firsts_only=True) (a batch to overtake a step in progress) takes only first chunks, due when the
+    oldest has waited first_chunk_max_wait_s (max_wait_s when None); next_wakeup(firsts_only=True) says when,
+    ignoring later chunks that are due."""
+    clock = FakeClock()
+    sched = make(clock, max_batch_size=8, max_wait_s=0.010, first_chunk_max_wait_s=0.004)
+    sched.add(req("a", 10, 10))
+    assert keys(sched.schedule(0.010)) == [("a", 0)]
+    sched.complete(BatchResult(0, audio_seconds=(1.0,)))  # a's later chunk is eligible from now (0)
+    clock.now = 0.020
+    assert sched.schedule(firsts_only=True) is None  # a's later chunk is due, but is not a first chunk
+    assert sched.next_wakeup(firsts_only=True) is None
+    sched.add(req("b", 10))
+    sched.add(req("c", 12))
+    assert sched.next_wakeup(firsts_only=True) == pytest.approx(0.024)
+    assert sched.schedule(0.023, firsts_only=True) is None
+    assert keys(sched.schedule(0.025, firsts_only=True)) == [("b", 0), ("c", 0)]
+    assert keys(sched.schedule(0.025)) == [("a", 1)]  # the ordinary path still serves the later chunk
+    no_first_wait = make(FakeClock(), max_wait_s=0.010)
+    no_first_wait.add(req("d", 10))
+    assert no_first_wait.schedule(0.009, firsts_only=True) is None
+    assert keys(no_first_wait.schedule(0.010, firsts_only=True)) == [("d", 0)]

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import rtvox.runtime.synthesizer as synthesizer_module
-from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES
+from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES, PREEMPT_CHUNK_PHONEMES
 from rtvox.server.config import ServerConfig
 from rtvox.server.serve import build_service
 
@@ -21,6 +21,7 @@ class _FakeSynth:
         self.device = torch.device("cuda" if device in ("auto", "cuda") else device)
         self.backend = backend
         self.fused_frames = fused_frames
+        self.preemptible = backend != "graphs"  # as Synthesizer's: only the captured pipeline (graphs) has no points
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ def test_gpu_defaults_are_the_serving_load_settings(on_gpu: None, monkeypatch: p
     cfg = service.config
     assert (cfg.max_batch, cfg.first_chunk_wait_ms, cfg.frontend_processes, cfg.fallback_device) == (64, 0.0, 8, "cpu")
     assert cfg.batches_in_flight == 2  # the captured pipeline's launch overlaps the last batch's decode
-    assert cfg.max_chunk_phonemes == MAX_CHUNK_PHONEMES
+    assert cfg.max_chunk_phonemes is None and service.max_chunk_phonemes == MAX_CHUNK_PHONEMES  # no preemption
 
 
 def test_settings_given_win_over_the_gpu_defaults(on_gpu: None) -> None:
@@ -57,8 +58,10 @@ def test_cpu_defaults_are_the_per_module_pick_and_small_batches(monkeypatch: pyt
     cfg = service.config
     assert (cfg.max_batch, cfg.first_chunk_wait_ms, cfg.frontend_processes, cfg.fallback_device) == (16, None, 0, None)
     assert cfg.batches_in_flight == 1
-    assert cfg.max_chunk_phonemes == MAX_CHUNK_PHONEMES
-    assert build_service(ServerConfig(device="cpu", max_chunk_phonemes=150)).config.max_chunk_phonemes == 150
+    # preempted CPU steps: a later chunk's decoder pass is what a new request may wait for, so later chunks are shorter
+    assert cfg.preempt_steps and service.max_chunk_phonemes == PREEMPT_CHUNK_PHONEMES
+    assert build_service(ServerConfig(device="cpu", max_chunk_phonemes=150)).max_chunk_phonemes == 150
+    assert build_service(ServerConfig(device="cpu", preempt_steps=False)).max_chunk_phonemes == MAX_CHUNK_PHONEMES
     assert cfg.first_chunk_phonemes == FIRST_CHUNK_PHONEMES
     assert build_service(ServerConfig(device="cpu", first_chunk_phonemes=24)).config.first_chunk_phonemes == 24
     with pytest.raises(ValueError, match="first_chunk_phonemes"):
