@@ -179,11 +179,6 @@ class Executor:
         self.fallback_steps = 0  # steps the fallback served because the primary failed or was unhealthy
 
     @property
-    def preempts(self) -> bool:
-        """Whether urgent work can overtake a step in progress on the primary engines."""
-        return self.preempt and self.primary.preemptible
-
-    @property
     def ready(self) -> bool:
         """Some engine set is healthy and warmed, so a request can be served now."""
         return any(s is not None and s.healthy and s.warmed for s in (self.primary, self.fallback))

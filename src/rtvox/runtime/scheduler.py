@@ -315,10 +315,7 @@ class Scheduler:
         budget = self.config.max_batch_phonemes
         chosen: list[_RequestState] = []
         used = 0
-        if self.config.separate_first_chunks and states:
-            kind = states[0].next_chunk == 0
-            states = [s for s in states if (s.next_chunk == 0) == kind]
-        for state in states[: self.config.max_batch_size]:
+        for state in self._same_kind(states)[: self.config.max_batch_size]:
             size = state.request.chunks[state.next_chunk].phoneme_count
             if chosen and budget is not None and used + size > budget:
                 break
@@ -326,21 +323,25 @@ class Scheduler:
             used += size
         return chosen
 
+    def _same_kind(self, states: list[_RequestState]) -> list[_RequestState]:
+        """With separate_first_chunks, the states of the first one's kind (first chunk or later chunk), in order."""
+        if not self.config.separate_first_chunks or not states:
+            return states
+        first = states[0].next_chunk == 0
+        return [s for s in states if (s.next_chunk == 0) == first]
+
     def _release_time(self, queues: _BucketQueues, now: float) -> float:
         """When this bucket may be released: now if a batch is full (items or phonemes), else when its oldest
         item has waited max_wait_s or its oldest first chunk first_chunk_max_wait_s."""
         if queues.count >= self.config.max_batch_size:
             return -math.inf
         if self.config.max_batch_phonemes is not None:
-            states = queues.ordered(now, self.config.urgent_slack_s, queues.count)
-            if len(self._take(states)) < len(states):
+            states = self._same_kind(queues.ordered(now, self.config.urgent_slack_s, queues.count))
+            if len(self._take(states)) < len(states):  # the next batch's kind holds more than the budget
                 return -math.inf
         release = queues.oldest_ready() + self.config.max_wait_s
-        first_wait = self.config.first_chunk_max_wait_s
-        oldest_first = queues.oldest_first_ready()
-        if first_wait is not None and oldest_first is not None:
-            release = min(release, oldest_first + first_wait)
-        return release
+        first = self._first_release_time(queues)  # (never the earlier of the two when it waits max_wait_s too)
+        return release if first is None else min(release, first)
 
     def _first_release_time(self, queues: _BucketQueues) -> float | None:
         """When this bucket's first chunks may go as a batch of their own (None: it holds none)."""

@@ -533,3 +533,18 @@ def test_firsts_only_releases_first_chunks_after_their_wait_and_nothing_else() -
     no_first_wait.add(req("d", 10))
     assert no_first_wait.schedule(0.009, firsts_only=True) is None
     assert keys(no_first_wait.schedule(0.010, firsts_only=True)) == [("d", 0)]
+
+
+def test_separate_first_chunks_counts_the_phoneme_budget_within_one_kind() -> None:
+    """A bucket holding a first chunk and a later chunk whose sum passes max_batch_phonemes is not "full" when
+    batches hold one kind: each fits alone, so the bucket still waits max_wait_s."""
+    clock = FakeClock()
+    sched = make(clock, max_wait_s=0.010, max_batch_phonemes=15, separate_first_chunks=True)
+    sched.add(req("a", 10, 10))
+    assert keys(sched.schedule(0.010)) == [("a", 0)]
+    sched.complete(BatchResult(0, audio_seconds=(10.0,)))  # clock 0: a's later chunk is ready from now
+    clock.now = 0.001
+    sched.add(req("b", 10))
+    assert sched.schedule(0.005) is None  # not released as a full batch
+    assert keys(sched.schedule(0.011)) == [("b", 0)]  # first chunks first, alone
+    assert keys(sched.schedule(0.011)) == [("a", 1)]
