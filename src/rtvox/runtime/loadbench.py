@@ -596,6 +596,7 @@ def run_load_bench(
         "backend": synth.backend if engine_process is None else engine_process.info.get("backend"),
         "model": str(synth.model_dir),
     }
+    preempted = preempts(config, synth)  # (for the settings; `synth` may be dropped just below)
     if workers is not None and synthesizer is None and synth.device.type == "cuda":
         del synth  # the workers' engines need the device's memory more than this process's baseline engines do
         gc.collect()
@@ -670,7 +671,7 @@ def run_load_bench(
             "max_wait_ms": config.max_wait_ms,
             "first_chunk_wait_ms": config.first_chunk_wait_ms,
             "max_batch_phonemes": config.max_batch_phonemes,
-            "max_chunk_phonemes": later_chunk_cap(config, preempts(config, synth)),
+            "max_chunk_phonemes": later_chunk_cap(config, preempted),
             "first_chunk_phonemes": config.first_chunk_phonemes,
             "max_queue": config.max_queue,
             "frontend_processes": config.frontend_processes,
@@ -678,7 +679,7 @@ def run_load_bench(
             "gil_switch_interval_ms": config.gil_switch_interval_ms,
             "engine_process": config.engine_process,
             "preempt_steps": config.preempt_steps,
-            "preempted": preempts(config, synth),  # whether the steps did (where they have preemption points)
+            "preempted": preempted,  # whether the steps did (where they have preemption points)
             "bucket_edges": None if config.bucket_edges is None else list(config.bucket_edges),
             "service_processes": service_processes,
         },
