@@ -44,6 +44,9 @@ SPOKEN_LANGS: tuple[str, ...] = ("zh", "en")
 
 # Chunking for streaming: a short first chunk so audio starts early, then longer ones.
 FIRST_CHUNK_PHONEMES = 48
+# ... whose punctuation cut closes at least this many phonemes (~1.5 s of speech): a first chunk of one word gave
+# the second too little time to be made (rtvox.text.chunking)
+MIN_FIRST_CHUNK_PHONEMES = 20
 MAX_CHUNK_PHONEMES = 200
 # ... and a service's later-chunk cap where steps are preemptible (the CPU service: rtvox.runtime.preempt), where a
 # step's longest stretch without a preemption point is a chunk's decoder pass (global attention over its frames)

@@ -3,7 +3,11 @@
 A chunk's phonemes are each token's phones followed by the boundary after it, so a chunk of tokens costs
 Σ(len(phones) + 1). Every chunk fits `max_phonemes` unless it is a single word that alone is longer. The first
 chunk is held to `first_phonemes` so audio can start early: it ends at the first punctuation (#3/#4) that
-fits, else the last phrase boundary (#2) that fits, else the last word that fits. Later chunks end at the last
+fits and closes at least `min_first` phonemes, else the last phrase boundary (#2, or an earlier punctuation)
+that fits, else the last word that fits. The floor keeps a reply that opens with a word or two ("Yes, ...",
+"你好，...") from starting on a sliver: its audio is the runway the second chunk must be made in, and a
+0.8-s first chunk ran dry before a long second one on a busy 2-core service (BENCHMARKS.md, "A floor under the
+first chunk"). Later chunks end at the last
 sentence end that fits, else the last pause, phrase, or word boundary. Text that fits the first limit whole
 stays one chunk.
 """
@@ -13,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rtvox.constants import MIN_FIRST_CHUNK_PHONEMES
 from rtvox.text.result import Chunk
 from rtvox.text.vocab import BOUNDARY_LEVEL
 
@@ -35,8 +40,12 @@ class Spoken:
         return BOUNDARY_LEVEL[self.boundary]
 
 
-def plan_chunks(tokens: Sequence[Spoken], max_phonemes: int, first_phonemes: int) -> list[tuple[int, int]]:
-    """Token index ranges [start, end) of each chunk."""
+def plan_chunks(
+    tokens: Sequence[Spoken], max_phonemes: int, first_phonemes: int, min_first: int | None = None
+) -> list[tuple[int, int]]:
+    """Token index ranges [start, end) of each chunk. `min_first`: the fewest phonemes the first chunk's
+    punctuation cut may close (default MIN_FIRST_CHUNK_PHONEMES, at most half of `first_phonemes`)."""
+    floor = min(MIN_FIRST_CHUNK_PHONEMES, first_phonemes // 2) if min_first is None else min_first
     ranges: list[tuple[int, int]] = []
     n = len(tokens)
     start = 0
@@ -53,7 +62,7 @@ def plan_chunks(tokens: Sequence[Spoken], max_phonemes: int, first_phonemes: int
         if end == start or all(t.cost == 0 for t in tokens[start:end]):
             end = _through_next_spoken(tokens, start)  # one word longer than the limit is a chunk of its own
         else:
-            end = _first_cut(tokens, start, end) if not ranges else _best_cut(tokens, start, end)
+            end = _first_cut(tokens, start, end, floor) if not ranges else _best_cut(tokens, start, end)
         ranges.append((start, end))
         start = end
     return ranges
@@ -74,11 +83,14 @@ def _first_spoken(tokens: Sequence[Spoken], start: int, end: int) -> int:
     return end
 
 
-def _first_cut(tokens: Sequence[Spoken], start: int, end: int) -> int:
-    """End of the first chunk in tokens[start:end]: first punctuation, else last phrase, else all of it."""
+def _first_cut(tokens: Sequence[Spoken], start: int, end: int, floor: int) -> int:
+    """End of the first chunk in tokens[start:end]: the first punctuation closing ≥ `floor` phonemes, else the
+    last phrase boundary or punctuation, else all of it."""
     first = _first_spoken(tokens, start, end)
+    total = sum(t.cost for t in tokens[start:first])
     for k in range(first, end):
-        if tokens[k].level >= 3:
+        total += tokens[k].cost
+        if tokens[k].level >= 3 and total >= floor:
             return k + 1
     for k in range(end - 1, first - 1, -1):
         if tokens[k].level >= 2:

@@ -20,7 +20,7 @@ from rtvox.runtime.types import SynthesisRequest
 from .conftest import assert_audio_close
 
 TEXTS = [
-    "你好，欢迎使用 rtvox。This is a quick demo of mixed Chinese and English speech.",
+    "你好，欢迎使用 rtvox。This is a quick demo of mixed Chinese and English speech, read in one voice to the end.",
     "Hi.",
     "今天天气很好，我们去公园散步吧。然后回家吃饭。",
     "The quick brown fox jumps over the lazy dog, again and again, until the sun goes down.",

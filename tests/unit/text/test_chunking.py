@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES
+from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES, MIN_FIRST_CHUNK_PHONEMES
 from rtvox.text import Frontend, FrontendResult
 from rtvox.text.chunking import Spoken, plan_chunks
 
@@ -61,9 +61,34 @@ def test_custom_limits(frontend: Frontend, max_phonemes: int, first_phonemes: in
 
 
 def test_first_chunk_ends_at_first_punctuation_that_fits(frontend: Frontend) -> None:
-    result = frontend.process("你好，我是小明。" + "今天天气很好，我们一起去公园散步吧。" * 10)
-    assert result.chunks[0].text == "你好，"
+    result = frontend.process("我们今天下午一起去公园散步，好吗？" * 10)
+    assert result.chunks[0].text == "我们今天下午一起去公园散步，"
     assert result.chunks[0].phonemes[-1] == "#3"
+    assert MIN_FIRST_CHUNK_PHONEMES <= len(result.chunks[0].phonemes) <= FIRST_CHUNK_PHONEMES
+
+
+@pytest.mark.parametrize(
+    ("text", "first"),
+    [
+        ("你好，我是小明。" + "今天天气很好，我们一起去公园散步吧。" * 10, "你好，我是小明。今天天气很好，"),
+        ("Yes, " + "we should leave before the rain starts, because the road is long. " * 6, "Yes, we should leave"),
+    ],
+)
+def test_first_chunk_is_not_a_sliver(frontend: Frontend, text: str, first: str) -> None:
+    # "你好，" or "Yes," alone is under a second of audio: too little time to make a long second chunk in
+    chunks = frontend.process(text).chunks
+    assert chunks[0].text.startswith(first)
+    assert chunks[0].phonemes[-1] in ("#3", "#4")
+    assert MIN_FIRST_CHUNK_PHONEMES <= len(chunks[0].phonemes) <= FIRST_CHUNK_PHONEMES
+
+
+def test_first_chunk_floor_on_synthetic_tokens() -> None:
+    # a #3 after every token: the first cut is the first one closing >= min_first phonemes (4 per token)
+    tokens = [Spoken(("x",) * 3, "#3", i, i + 1) for i in range(30)]
+    assert plan_chunks(tokens, max_phonemes=40, first_phonemes=40, min_first=10)[0] == (0, 3)
+    assert plan_chunks(tokens, max_phonemes=40, first_phonemes=40, min_first=1)[0] == (0, 1)
+    # the default floor never exceeds half the first chunk's cap
+    assert plan_chunks(tokens, max_phonemes=40, first_phonemes=8)[0] == (0, 1)
 
 
 def test_later_chunks_prefer_sentence_ends(frontend: Frontend) -> None:
