@@ -35,13 +35,13 @@ from rtvox.runtime.loadbench import (
     ListenerPlan,
     LoadBenchResult,
     StreamRecord,
-    _stalled,
     baseline_figures,
     bench_result,
     even_shares,
     level_result,
     make_texts,
     plan_settings,
+    stream_record,
 )
 
 PCM_BYTES_PER_SECOND = SAMPLE_RATE * 2  # what /v1/tts sends for response_format pcm
@@ -131,8 +131,7 @@ async def post_stream(
 
 
 def _record(t0: float, arrivals: list[float], sizes: list[int]) -> StreamRecord:
-    seconds = [size / PCM_BYTES_PER_SECOND for size in sizes]
-    return StreamRecord(arrivals[0] - t0, sum(seconds), arrivals[-1] - t0, _stalled(arrivals, seconds))
+    return stream_record(t0, arrivals, [size / PCM_BYTES_PER_SECOND for size in sizes])
 
 
 async def _listeners(
@@ -178,7 +177,7 @@ async def _listeners(
     start = time.perf_counter()
     await asyncio.gather(*(client(i) for i in range(concurrency)))
     return {
-        "records": [(r.ttfa_s, r.audio_s, r.wall_s, r.stalled) for r in records],
+        "records": [(r.ttfa_s, r.audio_s, r.wall_s, r.stalled, r.timeline) for r in records],
         "errors": errors,
         "wall_s": time.perf_counter() - start,
     }

@@ -59,6 +59,7 @@ EN_CHARS_PER_SECOND = 15.0
 ZH_CHARS_PER_SECOND = 4.5
 TEXT_MEDIAN_CHARS = 80.0  # median reply length (log-normal), clipped to [TEXT_MIN_CHARS, TEXT_MAX_CHARS]
 TEXT_SIGMA = 0.6
+STALLS_KEPT = 5  # stalled streams' timelines a level's result keeps
 TEXT_MIN_CHARS, TEXT_MAX_CHARS = 12, 400
 
 
@@ -93,6 +94,9 @@ class StreamRecord:
     audio_s: float  # audio seconds in the stream
     wall_s: float  # request sent → last chunk received
     stalled: bool  # playback started at the first chunk would have run dry before some later chunk arrived
+    # a stalled stream's chunks, each (arrival s after the request, audio s, ms it came after it was needed):
+    # what ran dry and by how much (None for a stream that did not stall)
+    timeline: tuple[tuple[float, float, float], ...] | None = None
 
     @property
     def rtf(self) -> float:
@@ -124,6 +128,8 @@ class LevelResult:
     device_decode_ms_mean: float = float("nan")
     # the engine thread's wall ms per step by phase (prep, launch_encode, wait_encode, launch_decode, d2h, chunks)
     host_ms_per_step: dict[str, float] = field(default_factory=dict)
+    # the first few stalled streams' timelines (StreamRecord.timeline): which chunk came late, and by how much
+    stalls: list[tuple[tuple[float, float, float], ...]] = field(default_factory=list)
     # with several service processes on one device (`service_processes` > 1): each process's own figures
     # (clients, streams, audio_s_per_s, engine and device fields); the fields above are over all of them, the device
     # ones summed (device_busy is then the sum of each process's spans, which overlap where the device time-slices
@@ -182,10 +188,27 @@ def _percentile_ms(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q) * 1000.0) if values else float("nan")
 
 
-def _stalled(arrivals: Sequence[float], seconds: Sequence[float]) -> bool:
+def _lateness(arrivals: Sequence[float], seconds: Sequence[float]) -> np.ndarray:
     # Playback starts when chunk 0 arrives; chunk k is needed once chunks 0..k-1 have played.
     needed_at = arrivals[0] + np.cumsum([0.0, *seconds[:-1]])
-    return bool(np.any(np.asarray(arrivals) > needed_at + 1e-3))
+    return np.asarray(arrivals) - needed_at
+
+
+def _stalled(arrivals: Sequence[float], seconds: Sequence[float]) -> bool:
+    return bool(np.any(_lateness(arrivals, seconds) > 1e-3))
+
+
+def stream_record(t0: float, arrivals: Sequence[float], seconds: Sequence[float]) -> StreamRecord:
+    """A finished stream's record from its chunks' arrival times and audio seconds (request sent at t0)."""
+    late = _lateness(arrivals, seconds)
+    stalled = bool(np.any(late > 1e-3))
+    timeline = None
+    if stalled:
+        timeline = tuple(
+            (round(a - t0, 4), round(float(s), 3), round(float(d) * 1e3, 1))
+            for a, s, d in zip(arrivals, seconds, late, strict=True)
+        )
+    return StreamRecord(arrivals[0] - t0, sum(seconds), arrivals[-1] - t0, stalled, timeline)
 
 
 def _request(item: BenchText, realistic_durations: bool) -> SynthesisRequest:
@@ -203,7 +226,7 @@ def run_baseline(synth: Synthesizer, texts: Sequence[BenchText], realistic_durat
         for chunk in synth.stream_request(_request(item, realistic_durations)):
             arrivals.append(time.perf_counter())
             seconds.append(chunk.seconds)
-        records.append(StreamRecord(arrivals[0] - t0, sum(seconds), arrivals[-1] - t0, _stalled(arrivals, seconds)))
+        records.append(stream_record(t0, arrivals, seconds))
     return baseline_figures(records, time.perf_counter() - start)
 
 
@@ -248,8 +271,7 @@ async def _run_level(
             except Exception:  # counted, not raised: a failed stream fails the level
                 errors += 1
             else:
-                wall = arrivals[-1] - t0
-                records.append(StreamRecord(arrivals[0] - t0, sum(seconds), wall, _stalled(arrivals, seconds)))
+                records.append(stream_record(t0, arrivals, seconds))
                 # A listener: the next request comes after this one has played out, then a think time.
                 if listen:
                     await asyncio.sleep(max(0.0, arrivals[0] + sum(seconds) - time.perf_counter()))
@@ -320,7 +342,7 @@ async def _serve_level(
     await service.stop()
     return {
         "clients": n,
-        "records": [(r.ttfa_s, r.audio_s, r.wall_s, r.stalled) for r in records],
+        "records": [(r.ttfa_s, r.audio_s, r.wall_s, r.stalled, r.timeline) for r in records],
         "errors": errors,
         "wall_s": wall,
         "histogram": {int(k): int(v) for k, v in hist.items()},
@@ -396,6 +418,7 @@ def level_result(
         stalled_streams=sum(r.stalled for r in records),
         audio_s_per_s=sum(r.audio_s for r in records) / wall_s,
         passed=bool(records) and errors == 0 and not any(r.stalled for r in records) and p99 <= ttfa_p99_target_s * 1e3,
+        stalls=[r.timeline for r in records if r.timeline is not None][:STALLS_KEPT],
         **extra,
     )
 

@@ -8,7 +8,15 @@ import math
 import pytest
 
 from rtvox.runtime import Synthesizer
-from rtvox.runtime.loadbench import TEXT_MAX_CHARS, _device_use, _stalled, make_texts, run_load_bench
+from rtvox.runtime.loadbench import (
+    TEXT_MAX_CHARS,
+    _device_use,
+    _stalled,
+    level_result,
+    make_texts,
+    run_load_bench,
+    stream_record,
+)
 
 
 def test_texts_are_deterministic_mixed_and_bounded() -> None:
@@ -22,6 +30,17 @@ def test_stall_means_a_chunk_arrived_after_the_audio_before_it_ran_out() -> None
     assert not _stalled([0.0, 0.5, 1.5], [1.0, 1.0, 1.0])  # chunk 1 needed at 1.0, chunk 2 at 2.0
     assert _stalled([0.0, 1.2, 1.5], [1.0, 1.0, 1.0])  # chunk 1 came 0.2 s late
     assert not _stalled([0.3], [2.0])
+
+
+def test_a_stalled_stream_keeps_its_timeline_and_the_level_reports_it() -> None:
+    ok = stream_record(10.0, [10.1, 10.6, 11.6], [1.0, 1.0, 1.0])
+    assert not ok.stalled and ok.timeline is None
+    late = stream_record(10.0, [10.1, 11.3, 11.6], [1.0, 1.0, 1.0])  # chunk 1 needed at 11.1, came at 11.3
+    assert late.stalled and late.timeline is not None
+    assert [a for a, _, _ in late.timeline] == pytest.approx([0.1, 1.3, 1.6])
+    assert [d for _, _, d in late.timeline] == pytest.approx([0.0, 200.0, -500.0])
+    level = level_result(2, [ok, late], 0, 2.0, 0.5)
+    assert level.stalled_streams == 1 and not level.passed and level.stalls == [late.timeline]
 
 
 def test_tiny_run_gives_a_json_able_result(rsynth: Synthesizer) -> None:
