@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call for issues 4 and 5 on the shipped default: the fast-path probe against eager fp32 (latency, log-mel
 # L1) and the memory probe, the GPU tests, then the HTTP serving load (h200_http_serving.sh). Carry
-# .gpu/site-serve.tar.xz and .gpu/site-http.tar.xz. Everything lands in $OUT, packed into $OUT/all.tgz at the end.
+# .gpu/site-serve.tar.xz and .gpu/site-http.tar.xz. Everything lands in $OUT (8 files; PACK=1 adds all.tgz of them).
 #   OUT=$OUT bash benchmarks/probes/gpu_run_all.sh
 # env: SKIP_PROBE=1, SKIP_TESTS=1, SKIP_HTTP=1 leave a part out; REPEATS (30); TESTS (the GPU test files); the
 # HTTP script's own env (LEVELS, SAT, CLIENTS, BENCH_T, ...).
@@ -10,7 +10,8 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/rtvox-out}
 mkdir -p "$OUT"
 [ -d /tmp/site-serve ] || tar xJf .gpu/site-serve.tar.xz -C /tmp
-export PYTHONUNBUFFERED=1 CUBLAS_WORKSPACE_CONFIG=:4096:1 PYTHONPATH=$PWD/src:/tmp/site-serve:${PYTHONPATH:-}
+[ -d /tmp/site-http ] || tar xJf .gpu/site-http.tar.xz -C /tmp  # the serving tests start the HTTP app too
+export PYTHONUNBUFFERED=1 CUBLAS_WORKSPACE_CONFIG=:4096:1 PYTHONPATH=$PWD/src:/tmp/site-serve:/tmp/site-http:${PYTHONPATH:-}
 {
   date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
@@ -31,5 +32,6 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   echo "gpu tests rc=$?"; tail -3 "$OUT/serving_tests.log"
 fi
 [ "${SKIP_HTTP:-0}" != 1 ] && OUT=$OUT bash benchmarks/probes/h200_http_serving.sh
-tar czf /tmp/all.tgz -C "$OUT" --exclude=all.tgz . && mv /tmp/all.tgz "$OUT/all.tgz"
+# the device tool brings back at most 8 files: PACK=1 packs them into one all.tgz when more were written
+if [ "${PACK:-0}" = 1 ]; then tar czf /tmp/all.tgz -C "$OUT" --exclude=all.tgz . && mv /tmp/all.tgz "$OUT/all.tgz"; fi
 ls -la "$OUT"

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/../.."
 PIP=${PIP:-$PWD/.venv/bin/pip}
 OUTPUT=${1:-.gpu/site-http.tar.xz}
 NAMES=(fastapi starlette pydantic pydantic-core annotated-types typing-inspection anyio sniffio idna uvicorn h11
-  httptools uvloop python-multipart redis)
+  httptools uvloop python-multipart redis annotated-doc opentelemetry-api)
 pins=()
 for name in "${NAMES[@]}"; do
   v=$("$PIP" show "$name" 2>/dev/null | awk '/^Version:/ {print $2}')
