@@ -28,13 +28,11 @@ MAX_BYTES=$((12 * 1024 * 1024))
 WHEELS=(pypinyin cn2an proces espeakng-loader soundfile cffi pycparser soxr pyloudnorm)
 SDISTS=(jieba)  # sdist only on PyPI, pure Python
 
-version() { "$PIP" show "$1" 2>/dev/null | awk '/^Version:/ {print $2}'; }
-pins=()
-for name in "${WHEELS[@]}" "${SDISTS[@]}"; do
-  v=$(version "$name")
-  [ -n "$v" ] || { echo "make_site_serve: $name is not installed in the venv ($PIP)" >&2; exit 1; }
-  pins+=("$name==$v")
-done
+TAG=make_site_serve
+# shellcheck source=benchmarks/probes/site_common.sh
+. benchmarks/probes/site_common.sh
+mapfile -t pins < <(pins "${WHEELS[@]}" "${SDISTS[@]}")
+((${#pins[@]} == ${#WHEELS[@]} + ${#SDISTS[@]})) || exit 1
 echo "pins: ${pins[*]}"
 
 WORK=$(mktemp -d)
@@ -42,17 +40,7 @@ trap 'rm -rf "$WORK"' EXIT
 SITE=$WORK/site-serve
 mkdir -p "$WORK/wheels" "$WORK/sdists" "$SITE"
 
-# Wheels for CPython 3.12 on manylinux x86_64 (pip matches each manylinux_2_N exactly, so name the ones in use).
-platforms=()
-for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_24_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 \
-  manylinux_2_5_x86_64 manylinux1_x86_64; do
-  platforms+=(--platform "$p")
-done
-"$PIP" download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 \
-  "${platforms[@]}" -d "$WORK/wheels" "${pins[@]:0:${#WHEELS[@]}}"
-for whl in "$WORK"/wheels/*.whl; do
-  unzip -q -o "$whl" -d "$SITE"
-done
+unpack_wheels "$WORK/wheels" "$SITE" "${pins[@]:0:${#WHEELS[@]}}"
 
 # sdist-only packages: unpack and copy the package folder.
 for pin in "${pins[@]:${#WHEELS[@]}}"; do
@@ -86,21 +74,8 @@ rm -rf "$SITE"/{build,example,src,bin}
 find "$SITE" -depth \( -name __pycache__ -o -name tests -o -name test -o -name __pyinstaller \) -type d -exec rm -rf {} +
 find "$SITE" \( -name '*.pyc' -o -name '*.pyi' -o -name '*_test.py' \) -type f -delete
 
-# The binary modules must be built for CPython 3.12 (or the stable ABI) on manylinux x86_64.
-bad=0
-while IFS= read -r so; do
-  case $so in
-    *.cpython-312-x86_64-linux-gnu.so | *.abi3.so) ;;
-    *.cpython-*.so) echo "make_site_serve: wrong Python ABI: ${so#"$SITE"/}" >&2; bad=1 ;;
-  esac
-done < <(find "$SITE" -name '*.so*' -type f)
-[ "$bad" = 0 ] || exit 1
-
-mkdir -p "$(dirname "$OUTPUT")"
-# Reproducible archive: sorted names, fixed owner and mtime.
-tar --sort=name --owner=0 --group=0 --numeric-owner --mtime='2020-01-01 00:00:00Z' -C "$WORK" -cf - site-serve \
-  | xz -9e -T1 >"$OUTPUT.tmp"
-mv "$OUTPUT.tmp" "$OUTPUT"
+check_abi "$SITE"
+pack "$WORK" site-serve "$OUTPUT"
 
 size=$(stat -c %s "$OUTPUT")
 echo "wheels: $(cd "$WORK/wheels" && ls | tr '\n' ' ')"
