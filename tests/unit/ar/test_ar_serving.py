@@ -163,7 +163,7 @@ def test_a_token_count_beyond_the_model_s_largest_is_an_input_error(synth: Synth
 
 def test_text_beyond_the_context_is_an_input_error(synth: Synthesizer) -> None:
     with pytest.raises(InputError, match="positions"):
-        synth.prepare(SynthesisRequest(text=TEXTS[0], duration=30.0))  # ~700 codes > the tiny model's 256
+        synth.prepare(SynthesisRequest(text=TEXTS[0], duration=60.0))  # ~1 400 codes > the tiny model's 256
 
 
 @pytest.fixture(scope="module")
