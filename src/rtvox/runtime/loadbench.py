@@ -188,19 +188,10 @@ def _percentile_ms(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q) * 1000.0) if values else float("nan")
 
 
-def _lateness(arrivals: Sequence[float], seconds: Sequence[float]) -> np.ndarray:
-    # Playback starts when chunk 0 arrives; chunk k is needed once chunks 0..k-1 have played.
-    needed_at = arrivals[0] + np.cumsum([0.0, *seconds[:-1]])
-    return np.asarray(arrivals) - needed_at
-
-
-def _stalled(arrivals: Sequence[float], seconds: Sequence[float]) -> bool:
-    return bool(np.any(_lateness(arrivals, seconds) > 1e-3))
-
-
 def stream_record(t0: float, arrivals: Sequence[float], seconds: Sequence[float]) -> StreamRecord:
     """A finished stream's record from its chunks' arrival times and audio seconds (request sent at t0)."""
-    late = _lateness(arrivals, seconds)
+    # Playback starts when chunk 0 arrives; chunk k is needed once chunks 0..k-1 have played.
+    late = np.asarray(arrivals) - (arrivals[0] + np.cumsum([0.0, *seconds[:-1]]))
     stalled = bool(np.any(late > 1e-3))
     timeline = None
     if stalled:

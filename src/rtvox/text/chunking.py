@@ -7,9 +7,8 @@ fits and closes at least `min_first` phonemes, else the last phrase boundary (#2
 that fits, else the last word that fits. The floor keeps a reply that opens with a word or two ("Yes, ...",
 "你好，...") from starting on a sliver: its audio is the runway the second chunk must be made in, and a
 0.8-s first chunk ran dry before a long second one on a busy 2-core service (BENCHMARKS.md, "A floor under the
-first chunk"). Later chunks end at the last
-sentence end that fits, else the last pause, phrase, or word boundary. Text that fits the first limit whole
-stays one chunk.
+first chunk"). Later chunks end at the last sentence end that fits, else the last pause, phrase, or word
+boundary. Text that fits the first limit whole stays one chunk.
 """
 
 from __future__ import annotations

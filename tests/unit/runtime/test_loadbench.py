@@ -11,7 +11,6 @@ from rtvox.runtime import Synthesizer
 from rtvox.runtime.loadbench import (
     TEXT_MAX_CHARS,
     _device_use,
-    _stalled,
     level_result,
     make_texts,
     run_load_bench,
@@ -27,9 +26,9 @@ def test_texts_are_deterministic_mixed_and_bounded() -> None:
 
 
 def test_stall_means_a_chunk_arrived_after_the_audio_before_it_ran_out() -> None:
-    assert not _stalled([0.0, 0.5, 1.5], [1.0, 1.0, 1.0])  # chunk 1 needed at 1.0, chunk 2 at 2.0
-    assert _stalled([0.0, 1.2, 1.5], [1.0, 1.0, 1.0])  # chunk 1 came 0.2 s late
-    assert not _stalled([0.3], [2.0])
+    assert not stream_record(0.0, [0.0, 0.5, 1.5], [1.0, 1.0, 1.0]).stalled  # chunk 1 needed at 1.0, chunk 2 at 2.0
+    assert stream_record(0.0, [0.0, 1.2, 1.5], [1.0, 1.0, 1.0]).stalled  # chunk 1 came 0.2 s late
+    assert not stream_record(0.0, [0.3], [2.0]).stalled
 
 
 def test_a_stalled_stream_keeps_its_timeline_and_the_level_reports_it() -> None:
