@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rtvox.eval.expressive import paired_delta_interval
+
 
 def _items(path: Path, set_name: str) -> tuple[str, list[tuple[str, int, int]]]:
     data = json.loads(path.read_text("utf-8"))["sets"][set_name]
@@ -48,19 +50,21 @@ def main() -> None:
     arr = np.asarray(pairs, dtype=np.float64)
     ref = arr[:, 2].sum()
     a, b = arr[:, 0].sum() / ref * 100, arr[:, 1].sum() / ref * 100
-    rng = np.random.default_rng(0)
-    idx = rng.integers(0, len(arr), size=(args.resamples, len(arr)))
-    sample = arr[idx]
-    diff = (sample[..., 1].sum(1) - sample[..., 0].sum(1)) / sample[..., 2].sum(1) * 100
-    lo, hi = np.percentile(diff, [2.5, 97.5])
+    lo, hi = (
+        100 * x
+        for x in paired_delta_interval(
+            [(o, n) for _, o, n in pairs], [(e, n) for e, _, n in pairs], draws=args.resamples
+        )
+    )
     changed = int((arr[:, 0] != arr[:, 1]).sum())
+    unit = "words" if metric == "wer" else "characters"
     print(
-        f"| **pooled** ({len(arr)} clips, {int(ref)} reference {'words' if metric == 'wer' else 'characters'}) | | "
+        f"| **pooled** ({len(arr)} clips, {int(ref)} reference {unit}) | | "
         f"**{a:.2f} %** | **{b:.2f} %** | **{b - a:+.2f}** [{lo:+.2f}, {hi:+.2f}] |"
     )
     print(
-        f"\nclips whose error count differs: {changed} of {len(arr)}; {metric.upper()} difference 95 % paired bootstrap"
-        f" interval [{lo:+.2f}, {hi:+.2f}] points ({args.resamples} resamples)"
+        f"\nclips whose error count differs: {changed} of {len(arr)}; {metric.upper()} difference 95 % paired "
+        f"bootstrap interval [{lo:+.2f}, {hi:+.2f}] points ({args.resamples} resamples)"
     )
 
 
