@@ -41,6 +41,12 @@ def main() -> None:
         "--first-chunk-phonemes", type=int, default=FIRST_CHUNK_PHONEMES, help="most phonemes in a first chunk"
     )
     parser.add_argument(
+        "--min-first-chunk-phonemes",
+        type=int,
+        default=None,
+        help="fewest phonemes a first chunk closes at a punctuation cut (default: the service's, 20 CPU, 0 GPU)",
+    )
+    parser.add_argument(
         "--first-chunk-wait-ms", type=float, default=None, help="batch wait of first chunks (default: --max-wait-ms)"
     )
     parser.add_argument("--bucket-edges", default=None, help="scheduler length buckets, e.g. 16,32,48,64,96,128,200")
@@ -111,6 +117,7 @@ def main() -> None:
             max_batch_phonemes=args.max_batch_phonemes,
             max_chunk_phonemes=args.max_chunk_phonemes,
             first_chunk_phonemes=args.first_chunk_phonemes,
+            min_first_chunk_phonemes=args.min_first_chunk_phonemes,
             max_queue=args.max_queue,
             frontend_processes=args.frontend_processes,
             batches_in_flight=args.batches_in_flight,

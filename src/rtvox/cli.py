@@ -394,6 +394,14 @@ def serve(
             help="Most phonemes in a stream's first chunk (smaller: earlier first audio, an earlier join)",
         ),
     ] = FIRST_CHUNK_PHONEMES,
+    min_first_chunk_phonemes: Annotated[
+        int | None,
+        typer.Option(
+            envvar="RTVOX_MIN_FIRST_CHUNK_PHONEMES",
+            min=0,
+            help="Fewest phonemes a first chunk ends at a punctuation cut (0: none; default 20 on the CPU, 0 on a GPU)",
+        ),
+    ] = None,
     frontend_processes: Annotated[
         int | None,
         typer.Option(
@@ -473,6 +481,7 @@ def serve(
                 first_chunk_wait_ms=first_chunk_wait_ms,
                 max_chunk_phonemes=max_chunk_phonemes,
                 first_chunk_phonemes=first_chunk_phonemes,
+                min_first_chunk_phonemes=min_first_chunk_phonemes,
                 frontend_processes=frontend_processes,
                 batches_in_flight=batches_in_flight,
                 engine_process=engine_process,

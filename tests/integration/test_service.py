@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from rtvox.constants import MAX_CHUNK_PHONEMES, PREEMPT_CHUNK_PHONEMES
+from rtvox.constants import MAX_CHUNK_PHONEMES, MIN_FIRST_CHUNK_PHONEMES, PREEMPT_CHUNK_PHONEMES
 from rtvox.engines import Engine
 from rtvox.errors import TextError
 from rtvox.runtime import Synthesizer
@@ -632,6 +632,35 @@ def test_chunk_caps_reach_the_frontend_and_the_audio_is_the_same_text_chunked_so
             close(got_chunk.audio, want_chunk.audio)
 
     run(main)
+
+
+@pytest.mark.parametrize(("frontend_processes", "floor"), [(0, None), (0, 0), (1, 0)])
+def test_the_first_chunk_floor_reaches_the_frontend(
+    tiny_model: Path, reference: Synthesizer, frontend_processes: int, floor: int | None
+) -> None:
+    """ServiceConfig.min_first_chunk_phonemes reaches the frontend (its thread or a worker process): a reply that
+    opens with "Yes," starts on that word alone without a floor, and on a CPU service with the default floor its
+    first chunk runs on to a later punctuation mark, at least MIN_FIRST_CHUNK_PHONEMES long."""
+    text = "Yes, the quick brown fox jumps over the lazy dog, again and again. " + TEXTS[3]
+    opening = reference.frontend.process("Yes,").chunks[0].phonemes
+
+    async def main() -> list[int]:
+        config = ServiceConfig(
+            min_first_chunk_phonemes=floor, frontend_processes=frontend_processes, fallback_device=None
+        )
+        service = TTSService(new_synth(tiny_model), config)
+        await service.start()
+        assert service.min_first_chunk_phonemes == (MIN_FIRST_CHUNK_PHONEMES if floor is None else floor)
+        result = await service.synthesize(SynthesisRequest(text=text))
+        await service.stop()
+        return [len(chunk.durations) for chunk in result.chunks]
+
+    sizes = run(main)
+    if floor == 0:
+        assert sizes[0] == len(opening)
+    else:
+        assert sizes[0] >= MIN_FIRST_CHUNK_PHONEMES
+    assert sum(sizes) == len(reference.frontend.phonemize(text))
 
 
 @pytest.mark.parametrize("caps", [{"max_chunk_phonemes": 1}, {"first_chunk_phonemes": 0}])

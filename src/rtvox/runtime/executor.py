@@ -134,10 +134,11 @@ class Executor:
         split_steps: bool = False,
         max_chunk_phonemes: int = MAX_CHUNK_PHONEMES,
         first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES,
+        min_first_chunk_phonemes: int | None = None,
         preempt: bool = False,
     ) -> None:
-        """`max_chunk_phonemes`, `first_chunk_phonemes`: the frontend's caps on a later and on the first chunk
-        (ServiceConfig's).
+        """`max_chunk_phonemes`, `first_chunk_phonemes`: the frontend's caps on a later and on the first chunk,
+        `min_first_chunk_phonemes` its floor under the first (None: the frontend's default) — the service's.
         `preempt`: urgent work (prepares on the engine thread, `run(..., urgent=True)` steps) runs at the next
         preemption point of a step in progress on engines that have them (`EngineSet.preemptible`), not after it.
         `split_steps` (for more than one batch in flight): a step's launch runs on the engine thread and its
@@ -174,6 +175,7 @@ class Executor:
             read_text if self.frontend_processes else host.frontend.process,
             max_chunk_phonemes=max_chunk_phonemes,
             first_chunk_phonemes=first_chunk_phonemes,
+            min_first_chunk_phonemes=min_first_chunk_phonemes,
         )
         self._rebuild_task: asyncio.Task[None] | None = None
         self.fallback_steps = 0  # steps the fallback served because the primary failed or was unhealthy

@@ -29,7 +29,7 @@ import torch
 
 from rtvox.runtime.engine_process import EngineProcess
 from rtvox.runtime.executor import warm_up
-from rtvox.runtime.service import ServiceConfig, TTSService, later_chunk_cap, preempts
+from rtvox.runtime.service import ServiceConfig, TTSService, first_chunk_floor, later_chunk_cap, preempts
 from rtvox.runtime.synthesizer import Synthesizer
 from rtvox.runtime.types import SynthesisRequest
 
@@ -611,6 +611,7 @@ def run_load_bench(
         "model": str(synth.model_dir),
     }
     preempted = preempts(config, synth)  # (for the settings; `synth` may be dropped just below)
+    first_floor = first_chunk_floor(config, synth, engine_process)
     if workers is not None and synthesizer is None and synth.device.type == "cuda":
         del synth  # the workers' engines need the device's memory more than this process's baseline engines do
         gc.collect()
@@ -687,6 +688,7 @@ def run_load_bench(
             "max_batch_phonemes": config.max_batch_phonemes,
             "max_chunk_phonemes": later_chunk_cap(config, preempted),
             "first_chunk_phonemes": config.first_chunk_phonemes,
+            "min_first_chunk_phonemes": first_floor,
             "max_queue": config.max_queue,
             "frontend_processes": config.frontend_processes,
             "batches_in_flight": config.batches_in_flight,

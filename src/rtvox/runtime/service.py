@@ -30,6 +30,7 @@ from rtvox.constants import (
     FIRST_CHUNK_PHONEMES,
     MAX_CHUNK_PHONEMES,
     MAX_INPUT_CHARS,
+    MIN_FIRST_CHUNK_PHONEMES,
     PREEMPT_CHUNK_PHONEMES,
     SAMPLE_RATE,
 )
@@ -86,6 +87,25 @@ def later_chunk_cap(config: ServiceConfig, preempt: bool) -> int:
     return PREEMPT_CHUNK_PHONEMES if preempt else MAX_CHUNK_PHONEMES
 
 
+def first_chunk_floor(
+    config: ServiceConfig, synthesizer: Synthesizer, engine_process: EngineProcess | None = None
+) -> int:
+    """A service's floor under its streams' first chunks (chunking.plan_chunks's `min_first`): the configured one,
+    else MIN_FIRST_CHUNK_PHONEMES where the primary engines run on the CPU and 0 on a GPU. On a busy CPU a first
+    chunk's audio is the runway the second chunk must be made in (a 0.8-s one ran dry at 10 streams on 2 cores);
+    a GPU makes any second chunk in milliseconds, so there the floor would only delay first audio."""
+    if config.min_first_chunk_phonemes is not None:
+        return config.min_first_chunk_phonemes
+    if config.engine_process is not None:
+        device = config.engine_process.partition(":")[0]
+    elif engine_process is not None:
+        device = str(engine_process.device)
+    else:
+        device = str(getattr(synthesizer, "device", "cpu"))
+    # at most half the first chunk's cap, as the frontend's own default
+    return min(MIN_FIRST_CHUNK_PHONEMES, config.first_chunk_phonemes // 2) if device.split(":")[0] == "cpu" else 0
+
+
 @dataclass(frozen=True)
 class ServiceConfig:
     """Limits and batching of one TTSService (each field can be overridden from the environment or CLI)."""
@@ -115,6 +135,9 @@ class ServiceConfig:
     max_chunk_phonemes: int | None = None
     # Most phonemes in a stream's first chunk: its step is every new request's time to first audio.
     first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES
+    # Fewest phonemes a first chunk closes at a punctuation cut (an opening "Yes," joins what follows it up to the
+    # cap). None: first_chunk_floor decides (MIN_FIRST_CHUNK_PHONEMES with CPU engines, 0 on a GPU); 0: no floor.
+    min_first_chunk_phonemes: int | None = None
     # Text frontend in this many worker processes (0: one thread in this process). A GPU server at thousands of
     # requests per second needs them: the frontend is pure Python and would share this process's GIL.
     frontend_processes: int = 0
@@ -151,7 +174,7 @@ class ServiceConfig:
             raise ValueError(f"frontend_processes must be >= 0, got {self.frontend_processes}")
         if self.max_batch < 1 or self.max_queue < 1 or self.max_chars < 1 or self.max_phonemes < 1:
             raise ValueError("max_batch, max_queue, max_chars and max_phonemes must be at least 1")
-        check_chunk_caps(self.max_chunk_phonemes, self.first_chunk_phonemes)
+        check_chunk_caps(self.max_chunk_phonemes, self.first_chunk_phonemes, self.min_first_chunk_phonemes)
         if self.first_chunk_wait_ms is not None and not self.first_chunk_wait_ms >= 0:
             raise ValueError(f"first_chunk_wait_ms must be >= 0 or None, got {self.first_chunk_wait_ms}")
         if self.gil_switch_interval_ms is not None and not self.gil_switch_interval_ms > 0:
@@ -265,6 +288,7 @@ class TTSService:
         self._engine_process = engine_process
         self._preempt = preempts(config, synthesizer, engine_process)
         self.max_chunk_phonemes = later_chunk_cap(config, self._preempt)
+        self.min_first_chunk_phonemes = first_chunk_floor(config, synthesizer, engine_process)
         self._scheduler = Scheduler(
             SchedulerConfig(
                 max_batch_size=config.max_batch,
@@ -325,6 +349,7 @@ class TTSService:
             split_steps=self.config.batches_in_flight > 1,
             max_chunk_phonemes=self.max_chunk_phonemes,
             first_chunk_phonemes=self.config.first_chunk_phonemes,
+            min_first_chunk_phonemes=self.min_first_chunk_phonemes,
             preempt=self._preempt,
         )
         await self._executor.start()

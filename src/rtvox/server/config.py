@@ -45,6 +45,8 @@ class ServerConfig:
     # most phonemes in a streamed chunk after the first; None → 96 where steps are preempted (CPU), else 200
     max_chunk_phonemes: int | None = None
     first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES  # most phonemes in a stream's first chunk
+    # fewest phonemes a first chunk closes at a punctuation cut; None → 20 on the CPU, 0 (no floor) on a GPU
+    min_first_chunk_phonemes: int | None = None
     # text frontend worker processes; 0 → one thread in the server process; None → up to 8 on a GPU, 0 on the CPU
     frontend_processes: int | None = None
     # batches queued to the engines at once (2: the next is launched while the device decodes the last); None → 2
@@ -77,7 +79,7 @@ class ServerConfig:
         first = self.first_chunk_wait_ms
         if first is not None and (not math.isfinite(first) or first < 0):
             raise ValueError(f"first_chunk_wait_ms must be a finite number ≥ 0, got {first}")
-        check_chunk_caps(self.max_chunk_phonemes, self.first_chunk_phonemes)
+        check_chunk_caps(self.max_chunk_phonemes, self.first_chunk_phonemes, self.min_first_chunk_phonemes)
         if self.frontend_processes is not None and self.frontend_processes < 0:
             raise ValueError(f"frontend_processes must be ≥ 0, got {self.frontend_processes}")
         if self.workers is not None and not 1 <= self.workers <= MAX_WORKERS:

@@ -69,6 +69,7 @@ def build_service(config: ServerConfig) -> SpeechService:
         first_chunk_wait_ms=first_wait,
         max_chunk_phonemes=config.max_chunk_phonemes,
         first_chunk_phonemes=config.first_chunk_phonemes,
+        min_first_chunk_phonemes=config.min_first_chunk_phonemes,
         frontend_processes=frontends,
         batches_in_flight=depth,
         preempt_steps=config.preempt_steps,

@@ -4,7 +4,8 @@ A chunk's phonemes are each token's phones followed by the boundary after it, so
 Σ(len(phones) + 1). Every chunk fits `max_phonemes` unless it is a single word that alone is longer. The first
 chunk is held to `first_phonemes` so audio can start early: it ends at the first punctuation (#3/#4) that
 fits and closes at least `min_first` phonemes, else the last phrase boundary (#2, or an earlier punctuation)
-that fits, else the last word that fits. The floor keeps a reply that opens with a word or two ("Yes, ...",
+that fits and closes the floor, else the last word that fits (a mid-phrase join rather than a sliver), else the
+last boundary that fits. The floor keeps a reply that opens with a word or two ("Yes, ...",
 "你好，...") from starting on a sliver: its audio is the runway the second chunk must be made in, and a
 0.8-s first chunk ran dry before a long second one on a busy 2-core service (BENCHMARKS.md, "A floor under the
 first chunk"). Later chunks end at the last sentence end that fits, else the last pause, phrase, or word
@@ -13,6 +14,7 @@ boundary. Text that fits the first limit whole stays one chunk.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -84,13 +86,19 @@ def _first_spoken(tokens: Sequence[Spoken], start: int, end: int) -> int:
 
 def _first_cut(tokens: Sequence[Spoken], start: int, end: int, floor: int) -> int:
     """End of the first chunk in tokens[start:end]: the first punctuation closing ≥ `floor` phonemes, else the
-    last phrase boundary or punctuation, else all of it."""
+    last phrase boundary or punctuation closing ≥ `floor`, else the last word (when all of it is ≥ `floor`), else
+    the last phrase boundary or punctuation, else all of it."""
     first = _first_spoken(tokens, start, end)
-    total = sum(t.cost for t in tokens[start:first])
+    lead = sum(t.cost for t in tokens[start:first])
+    closing = list(itertools.accumulate((t.cost for t in tokens[first:end]), initial=lead))[1:]  # through first+i
     for k in range(first, end):
-        total += tokens[k].cost
-        if tokens[k].level >= 3 and total >= floor:
+        if tokens[k].level >= 3 and closing[k - first] >= floor:
             return k + 1
+    for k in range(end - 1, first - 1, -1):
+        if tokens[k].level >= 2 and closing[k - first] >= floor:
+            return k + 1
+    if closing[-1] >= floor:
+        return end  # no boundary but a word's closes the floor: a join mid-phrase beats a sliver of a first chunk
     for k in range(end - 1, first - 1, -1):
         if tokens[k].level >= 2:
             return k + 1
@@ -111,9 +119,13 @@ def _best_cut(tokens: Sequence[Spoken], start: int, end: int) -> int:
     return best
 
 
-def check_chunk_caps(max_chunk_phonemes: int | None, first_chunk_phonemes: int) -> None:
-    """ValueError unless both chunk caps of a serving configuration are at least 2 phonemes (None: the later-chunk
-    cap is left to the service's default)."""
+def check_chunk_caps(
+    max_chunk_phonemes: int | None, first_chunk_phonemes: int, min_first_chunk_phonemes: int | None = None
+) -> None:
+    """ValueError unless both chunk caps of a serving configuration are at least 2 phonemes and the first chunk's
+    floor is ≥ 0 (None: the later-chunk cap and the floor are left to the service's defaults)."""
+    if min_first_chunk_phonemes is not None and min_first_chunk_phonemes < 0:
+        raise ValueError(f"min_first_chunk_phonemes must be ≥ 0, got {min_first_chunk_phonemes}")
     if (max_chunk_phonemes is not None and max_chunk_phonemes < 2) or first_chunk_phonemes < 2:
         raise ValueError(
             f"max_chunk_phonemes and first_chunk_phonemes must be at least 2, got {max_chunk_phonemes} "
@@ -134,9 +146,11 @@ def chunk_phonemes(tokens: Sequence[Spoken]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def build_chunks(text: str, tokens: Sequence[Spoken], max_phonemes: int, first_phonemes: int) -> tuple[Chunk, ...]:
-    """Chunks of `tokens`; their texts tile `text` (each runs up to the next chunk's first token)."""
-    ranges = plan_chunks(tokens, max_phonemes, first_phonemes)
+def build_chunks(
+    text: str, tokens: Sequence[Spoken], max_phonemes: int, first_phonemes: int, min_first: int | None = None
+) -> tuple[Chunk, ...]:
+    """Chunks of `tokens` (plan_chunks); their texts tile `text` (each runs up to the next chunk's first token)."""
+    ranges = plan_chunks(tokens, max_phonemes, first_phonemes, min_first)
     chunks = []
     for i, (start, end) in enumerate(ranges):
         phonemes = chunk_phonemes(tokens[start:end])

@@ -85,14 +85,20 @@ class Frontend:
         *,
         max_chunk_phonemes: int = MAX_CHUNK_PHONEMES,
         first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES,
+        min_first_chunk_phonemes: int | None = None,
     ) -> FrontendResult:
-        """Normalize, read and chunk `text`. TextError if it has nothing to speak or malformed markup."""
+        """Normalize, read and chunk `text`. TextError if it has nothing to speak or malformed markup.
+        `min_first_chunk_phonemes`: the first chunk's floor (chunking.plan_chunks's `min_first`)."""
         if max_chunk_phonemes < 2 or first_chunk_phonemes < 2:
             raise TextError("chunk sizes must be at least 2 phonemes", param="max_chunk_phonemes")
         prepared = self._prepare(text)
         items, warnings = self._read(prepared)
         chunks = build_chunks(
-            prepared.normalized, self._spoken(prepared, items), max_chunk_phonemes, first_chunk_phonemes
+            prepared.normalized,
+            self._spoken(prepared, items),
+            max_chunk_phonemes,
+            first_chunk_phonemes,
+            min_first_chunk_phonemes,
         )
         return FrontendResult(prepared.normalized, tuple(t for t, _ in items), chunks, tuple(warnings))
 

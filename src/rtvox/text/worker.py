@@ -24,9 +24,17 @@ def init_worker(lexicon: Lexicon | None) -> None:
 
 
 def read_text(
-    text: str, max_chunk_phonemes: int = MAX_CHUNK_PHONEMES, first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES
+    text: str,
+    max_chunk_phonemes: int = MAX_CHUNK_PHONEMES,
+    first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES,
+    min_first_chunk_phonemes: int | None = None,
 ) -> FrontendResult:
     """Frontend.process in a worker process (init_worker must have run)."""
     if _frontend is None:
         raise RuntimeError("the frontend worker was not initialized (init_worker)")
-    return _frontend.process(text, max_chunk_phonemes=max_chunk_phonemes, first_chunk_phonemes=first_chunk_phonemes)
+    return _frontend.process(
+        text,
+        max_chunk_phonemes=max_chunk_phonemes,
+        first_chunk_phonemes=first_chunk_phonemes,
+        min_first_chunk_phonemes=min_first_chunk_phonemes,
+    )

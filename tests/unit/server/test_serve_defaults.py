@@ -9,7 +9,12 @@ import pytest
 import torch
 
 import rtvox.runtime.synthesizer as synthesizer_module
-from rtvox.constants import FIRST_CHUNK_PHONEMES, MAX_CHUNK_PHONEMES, PREEMPT_CHUNK_PHONEMES
+from rtvox.constants import (
+    FIRST_CHUNK_PHONEMES,
+    MAX_CHUNK_PHONEMES,
+    MIN_FIRST_CHUNK_PHONEMES,
+    PREEMPT_CHUNK_PHONEMES,
+)
 from rtvox.server.config import ServerConfig
 from rtvox.server.serve import build_service
 
@@ -38,6 +43,9 @@ def test_gpu_defaults_are_the_serving_load_settings(on_gpu: None, monkeypatch: p
     assert (cfg.max_batch, cfg.first_chunk_wait_ms, cfg.frontend_processes, cfg.fallback_device) == (64, 0.0, 8, "cpu")
     assert cfg.batches_in_flight == 2  # the captured pipeline's launch overlaps the last batch's decode
     assert cfg.max_chunk_phonemes is None and service.max_chunk_phonemes == MAX_CHUNK_PHONEMES  # no preemption
+    # no floor under a first chunk on a GPU: a second chunk is made in milliseconds, so it would only delay audio
+    assert service.min_first_chunk_phonemes == 0
+    assert build_service(ServerConfig(min_first_chunk_phonemes=12)).min_first_chunk_phonemes == 12
 
 
 def test_settings_given_win_over_the_gpu_defaults(on_gpu: None) -> None:
@@ -66,6 +74,11 @@ def test_cpu_defaults_are_the_per_module_pick_and_small_batches(monkeypatch: pyt
     assert build_service(ServerConfig(device="cpu", first_chunk_phonemes=24)).config.first_chunk_phonemes == 24
     with pytest.raises(ValueError, match="first_chunk_phonemes"):
         ServerConfig(first_chunk_phonemes=1)
+    # the first chunk's floor: the CPU keeps MIN_FIRST_CHUNK_PHONEMES, an explicit value wins, a negative one is refused
+    assert service.min_first_chunk_phonemes == MIN_FIRST_CHUNK_PHONEMES
+    assert build_service(ServerConfig(device="cpu", min_first_chunk_phonemes=0)).min_first_chunk_phonemes == 0
+    with pytest.raises(ValueError, match="min_first_chunk_phonemes must be ≥ 0"):
+        ServerConfig(min_first_chunk_phonemes=-1)
 
 
 @pytest.mark.parametrize(

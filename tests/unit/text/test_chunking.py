@@ -91,6 +91,19 @@ def test_first_chunk_floor_on_synthetic_tokens() -> None:
     assert plan_chunks(tokens, max_phonemes=40, first_phonemes=8)[0] == (0, 1)
 
 
+def test_first_chunk_floor_when_no_punctuation_within_the_cap_closes_it() -> None:
+    # "Yes, w w w w w w w w w w, ...": the only punctuation that fits closes 4 phonemes; without a floor the first
+    # chunk is that word, with one it runs to the last phrase boundary closing the floor, else the last word
+    words = [Spoken(("x",) * 3, "#3", 0, 1)] + [Spoken(("x",) * 3, "#1", i, i + 1) for i in range(1, 10)]
+    words += [Spoken(("x",) * 3, "#3", i, i + 1) for i in range(10, 20)]
+    assert plan_chunks(words, max_phonemes=80, first_phonemes=30, min_first=0)[0] == (0, 1)
+    assert plan_chunks(words, max_phonemes=80, first_phonemes=30, min_first=20)[0] == (0, 7)  # 28 phonemes fit
+    phrased = [*words[:5], Spoken(("x",) * 3, "#2", 5, 6), *words[6:]]
+    assert plan_chunks(phrased, max_phonemes=80, first_phonemes=30, min_first=20)[0] == (0, 6)
+    # a floor that nothing within the cap closes: the old rule (the last boundary that fits)
+    assert plan_chunks(words, max_phonemes=80, first_phonemes=30, min_first=29)[0] == (0, 1)
+
+
 def test_later_chunks_prefer_sentence_ends(frontend: Frontend) -> None:
     result = frontend.process(LONG_ZH)
     assert all(c.phonemes[-1] == "#4" for c in result.chunks[1:])
