@@ -4,6 +4,7 @@ a dead engine process fails over to the host-side fallback and is restarted, a f
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from rtvox.constants import MIN_FIRST_CHUNK_PHONEMES
 from rtvox.runtime import Synthesizer
 from rtvox.runtime.engine_process import EngineProcess, EngineProcessError, job_row, parse_spec, row_job
 from rtvox.runtime.service import ServiceConfig, TTSService
@@ -38,7 +40,13 @@ def close(got: np.ndarray, want: np.ndarray) -> None:
 
 @pytest.fixture(scope="module")
 def reference(tiny_model: Path) -> Synthesizer:
-    return Synthesizer(tiny_model, device="cpu")
+    """The one-shot Synthesizer the services are held to, reading text as a service on the CPU does: first
+    chunks held to MIN_FIRST_CHUNK_PHONEMES (the library's default: no floor)."""
+    synth = Synthesizer(tiny_model, device="cpu")
+    synth.frontend.process = functools.partial(  # type: ignore[method-assign]
+        synth.frontend.process, min_first_chunk_phonemes=MIN_FIRST_CHUNK_PHONEMES
+    )
+    return synth
 
 
 def test_a_row_carries_what_a_chunk_step_reads(reference: Synthesizer) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import json
 import threading
 import time
@@ -118,6 +119,19 @@ def test_native_tts_over_http(live: LiveServer) -> None:
     wav, sr = decode_audio(base64.b64decode(result["audio"]))
     assert len(wav) / sr == pytest.approx(4.0, abs=0.02)
     assert result["words"] and result["phonemes"][-1]["end"] == pytest.approx(4.0, abs=0.02)
+
+
+def test_word_timestamps_cover_every_chunk_the_service_cuts(live: LiveServer) -> None:
+    """The server plans words with the service's own chunking (on the CPU: later chunks of at most 96 phonemes and
+    a floor under the first, where the library cuts at 200 and has none), so every word of a long text gets times,
+    in order, not only those of the chunks whose cuts happen to agree."""
+    text = "Yes, " + "we should leave before the rain starts because the road home is long and dark " * 4
+    body = {"text": text, "stream_format": "json", "timestamps": True, "response_format": "wav"}
+    response = httpx.post(f"{live.url}/v1/tts", json=body, headers={"Authorization": f"Bearer {KEY}"}, timeout=120)
+    assert response.status_code == 200, response.text
+    words = response.json()["words"]
+    assert [w["text"].lower() for w in words] == [w.strip(",").lower() for w in text.split()]
+    assert all(a["end"] <= b["start"] + 1e-3 for a, b in itertools.pairwise(words))
 
 
 def test_client_disconnect_cancels_the_request(live: LiveServer) -> None:

@@ -76,10 +76,13 @@ class FlakyEngine:
 @pytest.fixture(scope="module")
 def reference(tiny_model: Path) -> Synthesizer:
     """The one-shot Synthesizer the services are compared with, reading text as they do: a CPU service preempts
-    its steps and so cuts later chunks at PREEMPT_CHUNK_PHONEMES (the library's default is MAX_CHUNK_PHONEMES)."""
+    its steps and so cuts later chunks at PREEMPT_CHUNK_PHONEMES (the library's default is MAX_CHUNK_PHONEMES),
+    and holds first chunks to MIN_FIRST_CHUNK_PHONEMES (the library's default: no floor)."""
     synth = Synthesizer(tiny_model, device="cpu")
     synth.frontend.process = functools.partial(  # type: ignore[method-assign]
-        synth.frontend.process, max_chunk_phonemes=PREEMPT_CHUNK_PHONEMES
+        synth.frontend.process,
+        max_chunk_phonemes=PREEMPT_CHUNK_PHONEMES,
+        min_first_chunk_phonemes=MIN_FIRST_CHUNK_PHONEMES,
     )
     return synth
 

@@ -134,11 +134,11 @@ class Executor:
         split_steps: bool = False,
         max_chunk_phonemes: int = MAX_CHUNK_PHONEMES,
         first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES,
-        min_first_chunk_phonemes: int | None = None,
+        min_first_chunk_phonemes: int = 0,
         preempt: bool = False,
     ) -> None:
         """`max_chunk_phonemes`, `first_chunk_phonemes`: the frontend's caps on a later and on the first chunk,
-        `min_first_chunk_phonemes` its floor under the first (None: the frontend's default) — the service's.
+        `min_first_chunk_phonemes` its floor under the first (0: none) — the service's.
         `preempt`: urgent work (prepares on the engine thread, `run(..., urgent=True)` steps) runs at the next
         preemption point of a step in progress on engines that have them (`EngineSet.preemptible`), not after it.
         `split_steps` (for more than one batch in flight): a step's launch runs on the engine thread and its

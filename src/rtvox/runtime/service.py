@@ -34,6 +34,7 @@ from rtvox.constants import (
     PREEMPT_CHUNK_PHONEMES,
     SAMPLE_RATE,
 )
+from rtvox.engines.base import resolve_device
 from rtvox.errors import InputError, TextError
 from rtvox.runtime.cache import EmbeddingCache
 from rtvox.runtime.engine_process import EngineProcess
@@ -97,7 +98,7 @@ def first_chunk_floor(
     if config.min_first_chunk_phonemes is not None:
         return config.min_first_chunk_phonemes
     if config.engine_process is not None:
-        device = config.engine_process.partition(":")[0]
+        device = str(resolve_device(config.engine_process.partition(":")[0]))  # "auto": the GPU if there is one
     elif engine_process is not None:
         device = str(engine_process.device)
     else:
@@ -289,6 +290,13 @@ class TTSService:
         self._preempt = preempts(config, synthesizer, engine_process)
         self.max_chunk_phonemes = later_chunk_cap(config, self._preempt)
         self.min_first_chunk_phonemes = first_chunk_floor(config, synthesizer, engine_process)
+        # how this service's frontend cuts text (Frontend.process keywords): a plan made elsewhere — the HTTP
+        # server's word timestamps — must cut the same way to line up with the chunks that come back
+        self.chunking: dict[str, int] = {
+            "max_chunk_phonemes": self.max_chunk_phonemes,
+            "first_chunk_phonemes": config.first_chunk_phonemes,
+            "min_first_chunk_phonemes": self.min_first_chunk_phonemes,
+        }
         self._scheduler = Scheduler(
             SchedulerConfig(
                 max_batch_size=config.max_batch,
@@ -347,9 +355,7 @@ class TTSService:
             frontend_processes=self.config.frontend_processes,
             owns_primary=owned,
             split_steps=self.config.batches_in_flight > 1,
-            max_chunk_phonemes=self.max_chunk_phonemes,
-            first_chunk_phonemes=self.config.first_chunk_phonemes,
-            min_first_chunk_phonemes=self.min_first_chunk_phonemes,
+            **self.chunking,
             preempt=self._preempt,
         )
         await self._executor.start()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import functools
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -90,8 +91,10 @@ class ServerState:
             raise
 
     async def frontend(self, text: str) -> FrontendResult:
+        """`text` read and cut as the service cuts it (its chunk caps and first-chunk floor)."""
+        chunking = getattr(self.service, "chunking", {})  # (a service without it cuts as the library does)
         async with self._frontend_lock:
-            return await asyncio.to_thread(self._frontend.process, text)
+            return await asyncio.to_thread(functools.partial(self._frontend.process, **chunking), text)
 
     def decode_clip(self, data: str, param: str) -> bytes:
         """Bytes of a base64 clip in a JSON body, checked against the upload limit."""

@@ -5,10 +5,11 @@ A chunk's phonemes are each token's phones followed by the boundary after it, so
 chunk is held to `first_phonemes` so audio can start early: it ends at the first punctuation (#3/#4) that
 fits and closes at least `min_first` phonemes, else the last phrase boundary (#2, or an earlier punctuation)
 that fits and closes the floor, else the last word that fits (a mid-phrase join rather than a sliver), else the
-last boundary that fits. The floor keeps a reply that opens with a word or two ("Yes, ...",
-"你好，...") from starting on a sliver: its audio is the runway the second chunk must be made in, and a
-0.8-s first chunk ran dry before a long second one on a busy 2-core service (BENCHMARKS.md, "A floor under the
-first chunk"). Later chunks end at the last sentence end that fits, else the last pause, phrase, or word
+last boundary that fits. The floor (none by default; a CPU service's is MIN_FIRST_CHUNK_PHONEMES) keeps a reply
+that opens with a word or two ("Yes, ...", "你好，...") from starting on a sliver: its audio is the runway the
+second chunk must be made in, and a 0.8-s first chunk ran dry before a long second one on a busy 2-core service
+(BENCHMARKS.md, "A floor under the first chunk"). Without load (one-shot synthesis, a GPU) the natural cut at the
+comma is the better join. Later chunks end at the last sentence end that fits, else the last pause, phrase, or word
 boundary. Text that fits the first limit whole stays one chunk.
 """
 
@@ -18,7 +19,6 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rtvox.constants import MIN_FIRST_CHUNK_PHONEMES
 from rtvox.text.result import Chunk
 from rtvox.text.vocab import BOUNDARY_LEVEL
 
@@ -42,11 +42,11 @@ class Spoken:
 
 
 def plan_chunks(
-    tokens: Sequence[Spoken], max_phonemes: int, first_phonemes: int, min_first: int | None = None
+    tokens: Sequence[Spoken], max_phonemes: int, first_phonemes: int, min_first: int = 0
 ) -> list[tuple[int, int]]:
-    """Token index ranges [start, end) of each chunk. `min_first`: the fewest phonemes the first chunk's
-    punctuation cut may close (default MIN_FIRST_CHUNK_PHONEMES, at most half of `first_phonemes`)."""
-    floor = min(MIN_FIRST_CHUNK_PHONEMES, first_phonemes // 2) if min_first is None else min_first
+    """Token index ranges [start, end) of each chunk. `min_first`: the fewest phonemes the first chunk's cut may
+    close (0: none; a service on the CPU sets MIN_FIRST_CHUNK_PHONEMES, rtvox.runtime.service.first_chunk_floor)."""
+    floor = min_first
     ranges: list[tuple[int, int]] = []
     n = len(tokens)
     start = 0
@@ -147,7 +147,7 @@ def chunk_phonemes(tokens: Sequence[Spoken]) -> tuple[str, ...]:
 
 
 def build_chunks(
-    text: str, tokens: Sequence[Spoken], max_phonemes: int, first_phonemes: int, min_first: int | None = None
+    text: str, tokens: Sequence[Spoken], max_phonemes: int, first_phonemes: int, min_first: int = 0
 ) -> tuple[Chunk, ...]:
     """Chunks of `tokens` (plan_chunks); their texts tile `text` (each runs up to the next chunk's first token)."""
     ranges = plan_chunks(tokens, max_phonemes, first_phonemes, min_first)

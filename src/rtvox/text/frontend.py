@@ -85,7 +85,7 @@ class Frontend:
         *,
         max_chunk_phonemes: int = MAX_CHUNK_PHONEMES,
         first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES,
-        min_first_chunk_phonemes: int | None = None,
+        min_first_chunk_phonemes: int = 0,
     ) -> FrontendResult:
         """Normalize, read and chunk `text`. TextError if it has nothing to speak or malformed markup.
         `min_first_chunk_phonemes`: the first chunk's floor (chunking.plan_chunks's `min_first`)."""

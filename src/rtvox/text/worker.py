@@ -27,7 +27,7 @@ def read_text(
     text: str,
     max_chunk_phonemes: int = MAX_CHUNK_PHONEMES,
     first_chunk_phonemes: int = FIRST_CHUNK_PHONEMES,
-    min_first_chunk_phonemes: int | None = None,
+    min_first_chunk_phonemes: int = 0,
 ) -> FrontendResult:
     """Frontend.process in a worker process (init_worker must have run)."""
     if _frontend is None:

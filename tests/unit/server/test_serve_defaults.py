@@ -77,6 +77,8 @@ def test_cpu_defaults_are_the_per_module_pick_and_small_batches(monkeypatch: pyt
     # the first chunk's floor: the CPU keeps MIN_FIRST_CHUNK_PHONEMES, an explicit value wins, a negative one is refused
     assert service.min_first_chunk_phonemes == MIN_FIRST_CHUNK_PHONEMES
     assert build_service(ServerConfig(device="cpu", min_first_chunk_phonemes=0)).min_first_chunk_phonemes == 0
+    # at most half the first chunk's cap, so a punctuation cut can still fire under a small cap
+    assert build_service(ServerConfig(device="cpu", first_chunk_phonemes=24)).min_first_chunk_phonemes == 12
     with pytest.raises(ValueError, match="min_first_chunk_phonemes must be ≥ 0"):
         ServerConfig(min_first_chunk_phonemes=-1)
 

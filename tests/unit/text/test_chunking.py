@@ -76,7 +76,7 @@ def test_first_chunk_ends_at_first_punctuation_that_fits(frontend: Frontend) -> 
 )
 def test_first_chunk_is_not_a_sliver(frontend: Frontend, text: str, first: str) -> None:
     # "你好，" or "Yes," alone is under a second of audio: too little time to make a long second chunk in
-    chunks = frontend.process(text).chunks
+    chunks = frontend.process(text, min_first_chunk_phonemes=MIN_FIRST_CHUNK_PHONEMES).chunks
     assert chunks[0].text.startswith(first)
     assert chunks[0].phonemes[-1] in ("#3", "#4")
     assert MIN_FIRST_CHUNK_PHONEMES <= len(chunks[0].phonemes) <= FIRST_CHUNK_PHONEMES
@@ -87,8 +87,8 @@ def test_first_chunk_floor_on_synthetic_tokens() -> None:
     tokens = [Spoken(("x",) * 3, "#3", i, i + 1) for i in range(30)]
     assert plan_chunks(tokens, max_phonemes=40, first_phonemes=40, min_first=10)[0] == (0, 3)
     assert plan_chunks(tokens, max_phonemes=40, first_phonemes=40, min_first=1)[0] == (0, 1)
-    # the default floor never exceeds half the first chunk's cap
-    assert plan_chunks(tokens, max_phonemes=40, first_phonemes=8)[0] == (0, 1)
+    # no floor unless one is asked for (one-shot synthesis cuts at the first punctuation that fits)
+    assert plan_chunks(tokens, max_phonemes=40, first_phonemes=40)[0] == (0, 1)
 
 
 def test_first_chunk_floor_when_no_punctuation_within_the_cap_closes_it() -> None:
